@@ -1,0 +1,1 @@
+"""The `twinscan` command line: a thin layer over the stage functions."""

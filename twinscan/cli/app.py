@@ -1,0 +1,114 @@
+"""`twinscan`: one command from a walkthrough video to a simulation-ready OpenUSD twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from twinscan import __version__
+from twinscan.cli.errors import user_errors
+from twinscan.cli.summary import print_capture_summary, print_workspace_info
+from twinscan.pipeline import CaptureOptions, run_capture, run_frames_stage, run_sfm_stage
+from twinscan.progress import console
+from twinscan.workspace import Workspace
+
+app = typer.Typer(
+    name="twinscan",
+    help="Turn a phone walkthrough video of a robot workcell into a simulation-ready OpenUSD digital twin.\n\n"
+         "Example: twinscan capture walkthrough.mp4 -o cell_twin",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+Quality = Annotated[str, typer.Option(
+    "--quality", "-q", help="preview (minutes on a laptop), standard, or high (GPU node).")]
+Device = Annotated[str, typer.Option(help="auto picks CUDA when this machine has a GPU, else the CPU.")]
+Force = Annotated[bool, typer.Option("--force", help="Redo the stage even if it already finished.")]
+OutDir = Annotated[Path, typer.Option("--out", "-o", help="Capture workspace folder (created if missing).")]
+Workdir = Annotated[Path, typer.Argument(help="Capture workspace folder made by `twinscan frames` or `capture`.")]
+VideoArg = Annotated[Path, typer.Argument(help="Walkthrough video (mp4/mov/m4v, H.264 or HEVC) or a folder of images.")]
+MaxFrames = Annotated[Optional[int], typer.Option(help="Keep at most this many frames (default: the preset's).")]
+Mapper = Annotated[str, typer.Option(help="global (GLOMAP, faster) or incremental (COLMAP's classic mapper).")]
+MarkerSize = Annotated[Optional[float], typer.Option(
+    help="Side length in metres of a printed ArUco/AprilTag marker in the scene: gives metric scale.")]
+MarkerDict = Annotated[str, typer.Option(help="Marker dictionary, e.g. 4x4_50, 6x6_250, apriltag_36h11.")]
+Scale = Annotated[Optional[float], typer.Option(help="Known metres per reconstruction unit, when there is no marker.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"twinscan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                 help="Print the version and exit.")] = False) -> None:
+    """Turn a phone walkthrough video of a robot workcell into a simulation-ready OpenUSD digital twin."""
+
+
+@app.command()
+@user_errors
+def capture(video: VideoArg, out: OutDir, quality: Quality = "preview", device: Device = "auto",
+            force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = "global",
+            marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None) -> None:
+    """Run every stage: video -> frames -> camera poses -> ... -> twin.
+
+    Re-running resumes: finished stages are skipped.
+
+    Example: twinscan capture walkthrough.mp4 -o cell_twin --marker-size 0.30
+    """
+    options = CaptureOptions(quality=quality, device=device, force=force, max_frames=max_frames,
+                             mapper=mapper, marker_size=marker_size, marker_dict=marker_dict, scale=scale)
+    timings: dict[str, float] = {}
+    run_capture(video, out, options, on_stage=lambda name, _, seconds: timings.__setitem__(name, seconds))
+    print_capture_summary(Workspace(out), timings)
+
+
+@app.command()
+@user_errors
+def frames(video: VideoArg, out: OutDir, quality: Quality = "preview", max_frames: MaxFrames = None,
+           force: Force = False) -> None:
+    """Pick sharp, well-spaced frames from the video into OUT/frames/.
+
+    Example: twinscan frames walkthrough.mp4 -o cell_twin --max-frames 120
+    """
+    options = CaptureOptions(quality=quality, max_frames=max_frames, force=force)
+    run_frames_stage(Workspace(out), video, options)
+    print_workspace_info(Workspace(out), only="frames")
+
+
+@app.command()
+@user_errors
+def sfm(workdir: Workdir, quality: Quality = "preview", mapper: Mapper = "global",
+        marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
+        force: Force = False) -> None:
+    """Find camera poses and sparse points (COLMAP), in metres with Z up and the floor at z = 0.
+
+    Example: twinscan sfm cell_twin --marker-size 0.30 --marker-dict 4x4_50
+    """
+    options = CaptureOptions(quality=quality, mapper=mapper, marker_size=marker_size,
+                             marker_dict=marker_dict, scale=scale, force=force)
+    run_sfm_stage(Workspace(workdir), options)
+    print_workspace_info(Workspace(workdir), only="sfm")
+
+
+@app.command()
+@user_errors
+def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder.")]) -> None:
+    """Show what a workspace holds: each stage's status and quality figures.
+
+    Example: twinscan info cell_twin
+    """
+    print_workspace_info(Workspace(path))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Tables people read at the end of a run, and for `twinscan info`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from twinscan.errors import TwinscanError
+from twinscan.progress import console
+from twinscan.workspace import STAGE_ORDER, Workspace
+
+_STATUS_STYLE = {"done": "green", "running": "yellow", "failed": "red"}
+
+
+def _format_figure(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _figures_text(record: dict[str, Any], limit: int = 8) -> str:
+    figures = record.get("figures") or {}
+    simple = [(k, v) for k, v in figures.items() if isinstance(v, (int, float, str, bool))]
+    return ", ".join(f"{k}={_format_figure(v)}" for k, v in simple[:limit])
+
+
+def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
+    if not ws.manifest_path.exists():
+        raise TwinscanError(f"{ws.root} is not a twinscan workspace (no manifest.json)",
+                            "run `twinscan capture VIDEO -o FOLDER` first")
+    stages = ws.manifest()["stages"]
+    table = Table(title=f"twinscan workspace {ws.root}")
+    for column in ("stage", "status", "seconds", "figures"):
+        table.add_column(column)
+    for name in STAGE_ORDER:
+        if only and name != only:
+            continue
+        record = stages.get(name)
+        if record is None:
+            table.add_row(name, "[dim]not run[/]", "", "")
+            continue
+        status = record.get("status", "?")
+        detail = record.get("error", "") if status == "failed" else _figures_text(record)
+        table.add_row(name, f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]",
+                      _format_figure(record.get("seconds", "")), detail)
+    console.print(table)
+    for name, record in stages.items():
+        for warning in record.get("warnings", []):
+            console.print(f"[yellow]warning[/] ({name}): {warning}", highlight=False)
+
+
+def print_capture_summary(ws: Workspace, timings: dict[str, float]) -> None:
+    print_workspace_info(ws)
+    total = sum(timings.values())
+    console.print(f"[bold green]done[/] in {total:.0f} s -> {ws.root}")

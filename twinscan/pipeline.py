@@ -1,0 +1,80 @@
+"""The stages in order, each built from one set of user options; `capture` runs them all.
+
+Stage modules are imported lazily so `twinscan --help` stays fast and a missing heavy backend
+only matters for the stage that needs it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from twinscan.errors import TwinscanError
+from twinscan.presets import get_preset
+from twinscan.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """Everything a user may set on the command line, for any stage."""
+
+    quality: str = "preview"
+    device: str = "auto"
+    force: bool = False
+    max_frames: int | None = None
+    mapper: str = "global"
+    marker_size: float | None = None
+    marker_dict: str = "4x4_50"
+    scale: float | None = None
+    min_registered: float = 0.6
+
+
+def run_frames_stage(ws: Workspace, video: Path, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.frames import FramesConfig, run_frames
+
+    config = FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)
+    return run_frames(ws, video, config, force=options.force)
+
+
+def run_sfm_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.recon.sfm import SfmConfig, run_sfm
+
+    config = SfmConfig.from_preset(
+        get_preset(options.quality), mapper=options.mapper, marker_size=options.marker_size,
+        marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered)
+    return run_sfm(ws, config, force=options.force)
+
+
+@dataclass(frozen=True)
+class StageStep:
+    name: str
+    run: Callable[[Workspace, Path, CaptureOptions], dict[str, Any]]
+
+
+CAPTURE_STEPS: tuple[StageStep, ...] = (
+    StageStep("frames", lambda ws, video, options: run_frames_stage(ws, video, options)),
+    StageStep("sfm", lambda ws, video, options: run_sfm_stage(ws, options)),
+)
+
+
+def run_capture(video: Path, out: Path, options: CaptureOptions,
+                on_stage: Callable[[str, dict[str, Any], float], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Run every stage in order under one workspace lock; finished stages are skipped (resume)."""
+    if not video.exists():
+        raise TwinscanError(f"{video} does not exist", "check the path to the walkthrough video")
+    ws = Workspace(out)
+    results: dict[str, dict[str, Any]] = {}
+    with ws.locked():
+        ws.set_info("source", {"video": str(video.resolve())})
+        for step in CAPTURE_STEPS:
+            started = time.time()
+            try:
+                results[step.name] = step.run(ws, video, options)
+            except TwinscanError as error:
+                raise TwinscanError(f"stage '{step.name}' failed: {error.what}", error.fix) from error
+            if on_stage:
+                on_stage(step.name, results[step.name], time.time() - started)
+    return results
