@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -23,15 +24,34 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-Quality = Annotated[str, typer.Option(
+
+
+class QualityChoice(str, Enum):
+    preview = "preview"
+    standard = "standard"
+    high = "high"
+
+
+class DeviceChoice(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class MapperChoice(str, Enum):
+    global_ = "global"
+    incremental = "incremental"
+
+
+Quality = Annotated[QualityChoice, typer.Option(
     "--quality", "-q", help="preview (minutes on a laptop), standard, or high (GPU node).")]
-Device = Annotated[str, typer.Option(help="auto picks CUDA when this machine has a GPU, else the CPU.")]
+Device = Annotated[DeviceChoice, typer.Option(help="auto picks CUDA when this machine has a GPU, else the CPU.")]
 Force = Annotated[bool, typer.Option("--force", help="Redo the stage even if it already finished.")]
 OutDir = Annotated[Path, typer.Option("--out", "-o", help="Capture workspace folder (created if missing).")]
 Workdir = Annotated[Path, typer.Argument(help="Capture workspace folder made by `twinscan frames` or `capture`.")]
 VideoArg = Annotated[Path, typer.Argument(help="Walkthrough video (mp4/mov/m4v, H.264 or HEVC) or a folder of images.")]
 MaxFrames = Annotated[Optional[int], typer.Option(help="Keep at most this many frames (default: the preset's).")]
-Mapper = Annotated[str, typer.Option(help="global (GLOMAP, faster) or incremental (COLMAP's classic mapper).")]
+Mapper = Annotated[MapperChoice, typer.Option(help="global (GLOMAP, faster) or incremental (COLMAP's classic mapper).")]
 MarkerSize = Annotated[Optional[float], typer.Option(
     help="Side length in metres of a printed ArUco/AprilTag marker in the scene: gives metric scale.")]
 MarkerDict = Annotated[str, typer.Option(help="Marker dictionary, e.g. 4x4_50, 6x6_250, apriltag_36h11.")]
@@ -52,8 +72,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 @app.command()
 @user_errors
-def capture(video: VideoArg, out: OutDir, quality: Quality = "preview", device: Device = "auto",
-            force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = "global",
+def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
+            force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.global_,
             marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None) -> None:
     """Run every stage: video -> frames -> camera poses -> ... -> twin.
 
@@ -61,8 +81,8 @@ def capture(video: VideoArg, out: OutDir, quality: Quality = "preview", device: 
 
     Example: twinscan capture walkthrough.mp4 -o cell_twin --marker-size 0.30
     """
-    options = CaptureOptions(quality=quality, device=device, force=force, max_frames=max_frames,
-                             mapper=mapper, marker_size=marker_size, marker_dict=marker_dict, scale=scale)
+    options = CaptureOptions(quality=quality.value, device=device.value, force=force, max_frames=max_frames,
+                             mapper=mapper.value, marker_size=marker_size, marker_dict=marker_dict, scale=scale)
     timings: dict[str, float] = {}
     run_capture(video, out, options, on_stage=lambda name, _, seconds: timings.__setitem__(name, seconds))
     print_capture_summary(Workspace(out), timings)
@@ -70,27 +90,27 @@ def capture(video: VideoArg, out: OutDir, quality: Quality = "preview", device: 
 
 @app.command()
 @user_errors
-def frames(video: VideoArg, out: OutDir, quality: Quality = "preview", max_frames: MaxFrames = None,
+def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, max_frames: MaxFrames = None,
            force: Force = False) -> None:
     """Pick sharp, well-spaced frames from the video into OUT/frames/.
 
     Example: twinscan frames walkthrough.mp4 -o cell_twin --max-frames 120
     """
-    options = CaptureOptions(quality=quality, max_frames=max_frames, force=force)
+    options = CaptureOptions(quality=quality.value, max_frames=max_frames, force=force)
     run_frames_stage(Workspace(out), video, options)
     print_workspace_info(Workspace(out), only="frames")
 
 
 @app.command()
 @user_errors
-def sfm(workdir: Workdir, quality: Quality = "preview", mapper: Mapper = "global",
+def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapper = MapperChoice.global_,
         marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
         force: Force = False) -> None:
     """Find camera poses and sparse points (COLMAP), in metres with Z up and the floor at z = 0.
 
     Example: twinscan sfm cell_twin --marker-size 0.30 --marker-dict 4x4_50
     """
-    options = CaptureOptions(quality=quality, mapper=mapper, marker_size=marker_size,
+    options = CaptureOptions(quality=quality.value, mapper=mapper.value, marker_size=marker_size,
                              marker_dict=marker_dict, scale=scale, force=force)
     run_sfm_stage(Workspace(workdir), options)
     print_workspace_info(Workspace(workdir), only="sfm")
