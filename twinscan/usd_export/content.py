@@ -1,0 +1,66 @@
+"""What goes into a twin stage, and how it is written: plain typed values, no USD types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import trimesh
+
+from twinscan.gaussians import Gaussians
+
+ScaleSource = Literal["marker", "manual", "arbitrary"]
+
+
+@dataclass(frozen=True)
+class CameraTrack:
+    """The capture trajectory: one pinhole camera (OpenCV K, pixels) and its poses over time."""
+
+    K: np.ndarray  # (3, 3)
+    width: int
+    height: int
+    world_from_cam: np.ndarray  # (T, 4, 4), OpenCV camera axes
+    times: np.ndarray  # (T,) seconds into the video
+
+
+@dataclass(frozen=True)
+class FloorArea:
+    """The rectangle of the z = 0 floor that gets a collider (metres, twin frame)."""
+
+    xy_min: tuple[float, float]
+    xy_max: tuple[float, float]
+    thickness: float = 0.05
+
+
+@dataclass(frozen=True)
+class TwinMetadata:
+    """Provenance and trust figures, stored in the root layer's customLayerData."""
+
+    source_sha256: str = ""
+    scale_source: ScaleSource = "arbitrary"
+    figures: dict[str, float] = field(default_factory=dict)
+    created_utc: str = ""  # ISO 8601; empty means "now"
+
+
+@dataclass(frozen=True)
+class TwinContent:
+    """Everything in the twin frame (Z up, metres); any part but the splats may be missing."""
+
+    gaussians: Gaussians
+    collision_mesh: trimesh.Trimesh | None = None
+    convex_parts: tuple[trimesh.Trimesh, ...] = ()
+    visual_mesh: trimesh.Trimesh | None = None
+    visual_texture: Path | None = None  # image the visual mesh's UVs index (PNG/JPEG)
+    cameras: CameraTrack | None = None
+    floor: FloorArea | None = None
+    metadata: TwinMetadata = field(default_factory=TwinMetadata)
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    half_precision: bool = False  # splat attributes (not positions) as half: half the size, ~1e-3 relative error
+    usdz: bool = False  # also write one packaged .usdz beside the .usda
+    appearance: Literal["splats", "mesh"] = "splats"  # the default selection of the "appearance" variant set
+    time_codes_per_second: float = 30.0
