@@ -38,3 +38,31 @@ def test_unknown_quality_is_refused(tmp_path: Path) -> None:
 def test_info_on_a_folder_that_is_not_a_workspace(tmp_path: Path) -> None:
     result = runner.invoke(app, ["info", str(tmp_path)])
     assert result.exit_code == 2
+
+
+def test_usd_from_ply_writes_a_valid_twin_and_info_reads_it(tmp_path: Path) -> None:
+    from test_gaussians import random_gaussians
+
+    from twinscan.gaussians import write_ply
+    from twinscan.usd_export import summarize, validation_errors
+
+    ply = write_ply(tmp_path / "point_cloud.ply", random_gaussians(300, 3, seed=1))
+    result = runner.invoke(app, ["usd", str(tmp_path / "out"), "--from-ply", str(ply)])
+    assert result.exit_code == 0, result.output
+    twin = tmp_path / "out" / "twin.usda"
+    assert validation_errors(twin) == []
+    assert summarize(twin)["splats"] == 300
+    info = runner.invoke(app, ["info", str(twin)])
+    assert info.exit_code == 0 and "300" in info.output
+
+
+def test_usd_rejects_a_truncated_ply_in_one_line(tmp_path: Path) -> None:
+    from test_gaussians import random_gaussians
+
+    from twinscan.gaussians import write_ply
+
+    ply = write_ply(tmp_path / "point_cloud.ply", random_gaussians(300, 3))
+    ply.write_bytes(ply.read_bytes()[:-1000])
+    result = runner.invoke(app, ["usd", str(tmp_path / "out"), "--from-ply", str(ply)])
+    assert result.exit_code == 2
+    assert not (tmp_path / "out" / "twin.usda").exists()

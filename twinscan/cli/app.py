@@ -10,7 +10,8 @@ import typer
 
 from twinscan import __version__
 from twinscan.cli.errors import user_errors
-from twinscan.cli.summary import print_capture_summary, print_workspace_info
+from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
+from twinscan.errors import TwinscanError
 from twinscan.pipeline import CaptureOptions, run_capture, run_frames_stage, run_sfm_stage
 from twinscan.progress import console
 from twinscan.workspace import Workspace
@@ -118,12 +119,43 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapp
 
 @app.command()
 @user_errors
-def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder.")]) -> None:
-    """Show what a workspace holds: each stage's status and quality figures.
+def usd(workdir: Workdir,
+        from_ply: Annotated[Optional[Path], typer.Option(
+            help="Package a 3DGS .ply trained elsewhere (gsplat, nerfstudio, 3DGRUT) instead of OUT's splats.")] = None,
+        mesh: Annotated[Optional[Path], typer.Option(
+            help="With --from-ply: a collision mesh (OBJ/PLY/STL/GLB) in the same frame as the splats.")] = None,
+        usdz: Annotated[bool, typer.Option("--usdz", help="Also write one packaged .usdz.")] = False,
+        half: Annotated[bool, typer.Option("--half", help="Store splat attributes in half precision.")] = False,
+        ) -> None:
+    """Write the OpenUSD twin OUT/twin.usda: splats, colliders, visual mesh, cameras (Z up, metres).
 
-    Example: twinscan info cell_twin
+    Example: twinscan usd cell_twin --from-ply point_cloud.ply --mesh collision.obj --usdz
     """
-    print_workspace_info(Workspace(path))
+    from twinscan.usd_export import ExportOptions, package_from_ply, validation_errors
+
+    options = ExportOptions(half_precision=half, usdz=usdz)
+    if from_ply is None:
+        raise TwinscanError("packaging a workspace's own splats needs the splats and mesh stages",
+                            "pass --from-ply FILE.ply to package splats trained elsewhere")
+    with Workspace(workdir).locked():
+        written = package_from_ply(from_ply, workdir / "twin.usda", mesh_path=mesh, options=options)
+    errors = validation_errors(written)
+    for line in errors:
+        console.print(f"[red]validation[/] {line}", highlight=False)
+    print_usd_summary(written)
+
+
+@app.command()
+@user_errors
+def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder, or a twin .usda/.usdz.")]) -> None:
+    """Show what a workspace holds (each stage's status and figures), or summarise a twin USD file.
+
+    Example: twinscan info cell_twin      twinscan info cell_twin/twin.usda
+    """
+    if path.suffix in (".usd", ".usda", ".usdc", ".usdz"):
+        print_usd_summary(path)
+    else:
+        print_workspace_info(Workspace(path))
 
 
 def main() -> None:

@@ -54,3 +54,20 @@ def print_capture_summary(ws: Workspace, timings: dict[str, float]) -> None:
     print_workspace_info(ws)
     total = sum(timings.values())
     console.print(f"[bold green]done[/] in {total:.0f} s -> {ws.root}")
+
+
+def print_usd_summary(usd_path) -> None:
+    from twinscan.usd_export import summarize
+
+    summary = summarize(usd_path)
+    table = Table(title=f"twin {usd_path}", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    for key, value in summary.items():
+        if key == "prims":
+            table.add_row("prims", str(len(value)))
+        elif isinstance(value, dict):
+            table.add_row(key, ", ".join(f"{k}={_format_figure(v)}" for k, v in value.items()))
+        else:
+            table.add_row(key, _format_figure(value))
+    console.print(table)
