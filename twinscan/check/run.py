@@ -10,7 +10,7 @@ from twinscan.check.physics import drop_probes, newton
 from twinscan.check.probes import height_map, plan_probe_sites
 from twinscan.check.report import CheckReport, classify_rest
 from twinscan.check.validate import validate_stage
-from twinscan.usd_export.inspection import open_stage
+from twinscan.usd_export import open_stage
 
 
 def check_twin(usd_path: str | Path, config: CheckConfig = CheckConfig()) -> CheckReport:

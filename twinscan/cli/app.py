@@ -147,6 +147,31 @@ def usd(workdir: Workdir,
 
 @app.command()
 @user_errors
+def check(twin: Annotated[Path, typer.Argument(help="The twin's root layer, e.g. OUT/twin.usda.")],
+          physics: Annotated[bool, typer.Option(help="Drop probe boxes in NVIDIA Newton (needs twinscan[physics]).")] = True,
+          plot: Annotated[Optional[Path], typer.Option(help="Write a top-down PNG of the probes at rest.")] = None,
+          ) -> None:
+    """Validate a twin (USD errors, units, colliders) and drop boxes on it in a physics engine.
+
+    Exits non-zero when the stage has errors or a box falls through or hovers.
+
+    Example: twinscan check cell_twin/twin.usda --plot probes.png
+    """
+    from twinscan.check import CheckConfig, check_twin, plot_probes
+
+    report = check_twin(twin, CheckConfig(physics=physics))
+    for error in report.errors:
+        console.print(f"[red]error[/] {error}", highlight=False, soft_wrap=True)
+    if plot is not None and report.probes:
+        plot_probes(report, plot)
+    style = "green" if report.verdict else "red"
+    console.print(f"[bold {style}]{report.verdict_line}[/]", highlight=False, soft_wrap=True)
+    if not report.verdict:
+        raise typer.Exit(1)
+
+
+@app.command()
+@user_errors
 def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder, or a twin .usda/.usdz.")]) -> None:
     """Show what a workspace holds (each stage's status and figures), or summarise a twin USD file.
 
