@@ -1,0 +1,103 @@
+"""Which frames to keep: one sharp frame per window of camera motion.
+
+A window opens once the camera has moved `window_start * motion_step` since the last kept frame
+(closer is redundant) and closes at `motion_step` (further would weaken the overlap); the
+sharpest usable frame inside it is kept. Standing still never closes a window, so it yields at
+most the one frame; a fast pan closes windows often, so it yields more. A window due to close
+stays open while sharpness is still rising, so after a blurred or dark stretch the sharpest of the
+first sharp frames is kept, not the last blurred one.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from twinscan.frames.config import FramesConfig
+from twinscan.frames.scoring import MotionTracker, TrackSnapshot, sharpness, well_exposed
+from twinscan.frames.source import SourceFrame
+
+
+@dataclass
+class Candidate:
+    frame: SourceFrame
+    sharpness: float
+    motion: float  # since the last kept frame, fraction of the image diagonal
+    tracks: TrackSnapshot
+
+
+@dataclass
+class SelectionCounts:
+    decoded: int = 0
+    badly_exposed: int = 0
+    blurred: int = 0
+
+
+class SharpnessReference:
+    """Typical recent sharpness (upper quartile of a trailing window): blur is judged against it,
+    so textureless walls are not mistaken for blur and a long blurred stretch is still caught."""
+
+    def __init__(self, length: int) -> None:
+        self._recent: deque[float] = deque(maxlen=max(5, length))
+
+    def add(self, value: float) -> float:
+        self._recent.append(value)
+        return float(np.percentile(self._recent, 75))
+
+
+class KeyframeSelector:
+    """Feed every frame in order with `push`; it yields the frames to keep as windows close."""
+
+    def __init__(self, config: FramesConfig, fps: float | None) -> None:
+        self.config = config
+        self.counts = SelectionCounts()
+        self._tracker = MotionTracker()
+        self._reference = SharpnessReference(round(config.reference_s * (fps or 10.0)))
+        self._best: Candidate | None = None
+        self._kept = 0
+
+    def push(self, frame: SourceFrame) -> Iterator[Candidate]:
+        config = self.config
+        self.counts.decoded += 1
+        motion = self._tracker.update(frame.grey)
+        score = sharpness(frame.grey)
+        typical = self._reference.add(score)
+        usable = True
+        if not well_exposed(frame.grey, config.dark_level, config.bright_level, config.max_clipped):
+            self.counts.badly_exposed += 1
+            usable = False
+        elif score < max(config.min_sharpness, config.blur_ratio * typical):
+            self.counts.blurred += 1
+            usable = False
+        if usable:
+            self._consider(frame, score, motion)
+        overdue = motion >= config.motion_step or self._tracker.lost
+        rising = self._best is not None and self._best.frame is frame  # wait for the sharpest of a run
+        if self._best is not None and overdue and not rising:
+            kept = self._best
+            self._best = None
+            self._kept += 1
+            yield kept
+            motion = self._tracker.rebase(kept.tracks)
+            if usable:
+                self._consider(frame, score, motion)
+
+    def finish(self) -> Iterator[Candidate]:
+        if self._best is not None:
+            yield self._best
+            self._best = None
+
+    def _consider(self, frame: SourceFrame, score: float, motion: float) -> None:
+        opened = self._kept == 0 or motion >= self.config.window_start * self.config.motion_step
+        if opened and (self._best is None or score > self._best.sharpness):
+            self._best = Candidate(frame, score, motion, self._tracker.snapshot())
+
+
+def thin_evenly(count: int, budget: int) -> np.ndarray:
+    """Indices of `budget` of `count` kept frames, evenly spread (kept frames are evenly spread in motion)."""
+    if count <= budget:
+        return np.arange(count)
+    return np.unique(np.round(np.linspace(0, count - 1, budget)).astype(int))
