@@ -30,6 +30,10 @@ class CaptureOptions:
     marker_dict: str = "4x4_50"
     scale: float | None = None
     min_registered: float = 0.6
+    convex: bool = False
+    usdz: bool = False
+    half: bool = False
+    physics: bool = True
 
 
 def run_frames_stage(ws: Workspace, video: Path, options: CaptureOptions) -> dict[str, Any]:
@@ -48,6 +52,32 @@ def run_sfm_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
     return run_sfm(ws, config, force=options.force)
 
 
+def run_splats_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.recon.splats import SplatsConfig, run_splats
+
+    return run_splats(ws, SplatsConfig.from_preset(get_preset(options.quality), device=options.device),
+                      force=options.force)
+
+
+def run_mesh_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.meshing import MeshConfig, run_mesh
+
+    return run_mesh(ws, MeshConfig.from_preset(get_preset(options.quality), convex=options.convex),
+                    force=options.force)
+
+
+def run_usd_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.usd_export.stage import UsdConfig, run_usd
+
+    return run_usd(ws, UsdConfig(half_precision=options.half, usdz=options.usdz), force=options.force)
+
+
+def run_check_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.check.stage import run_check
+
+    return run_check(ws, physics=options.physics, force=options.force)
+
+
 @dataclass(frozen=True)
 class StageStep:
     name: str
@@ -57,6 +87,10 @@ class StageStep:
 CAPTURE_STEPS: tuple[StageStep, ...] = (
     StageStep("frames", lambda ws, video, options: run_frames_stage(ws, video, options)),
     StageStep("sfm", lambda ws, video, options: run_sfm_stage(ws, options)),
+    StageStep("splats", lambda ws, video, options: run_splats_stage(ws, options)),
+    StageStep("mesh", lambda ws, video, options: run_mesh_stage(ws, options)),
+    StageStep("usd", lambda ws, video, options: run_usd_stage(ws, options)),
+    StageStep("check", lambda ws, video, options: run_check_stage(ws, options)),
 )
 
 

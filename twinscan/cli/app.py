@@ -12,7 +12,8 @@ from twinscan import __version__
 from twinscan.cli.errors import user_errors
 from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
 from twinscan.errors import TwinscanError
-from twinscan.pipeline import CaptureOptions, run_capture, run_frames_stage, run_sfm_stage
+from twinscan.pipeline import (CaptureOptions, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
+                               run_splats_stage, run_usd_stage)
 from twinscan.progress import console
 from twinscan.workspace import Workspace
 
@@ -57,6 +58,9 @@ MarkerSize = Annotated[Optional[float], typer.Option(
     help="Side length in metres of a printed ArUco/AprilTag marker in the scene: gives metric scale.")]
 MarkerDict = Annotated[str, typer.Option(help="Marker dictionary, e.g. 4x4_50, 6x6_250, apriltag_36h11.")]
 Scale = Annotated[Optional[float], typer.Option(help="Known metres per reconstruction unit, when there is no marker.")]
+Convex = Annotated[bool, typer.Option("--convex", help="Add a convex decomposition (CoACD) for dynamic bodies.")]
+Usdz = Annotated[bool, typer.Option("--usdz", help="Also write one packaged .usdz.")]
+Half = Annotated[bool, typer.Option("--half", help="Store splat attributes in half precision (half the size).")]
 
 
 def _version(value: bool) -> None:
@@ -75,7 +79,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 @user_errors
 def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
             force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.global_,
-            marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None) -> None:
+            marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
+            convex: Convex = False, usdz: Usdz = False, half: Half = False) -> None:
     """Run every stage: video -> frames -> camera poses -> ... -> twin.
 
     Re-running resumes: finished stages are skipped.
@@ -83,7 +88,8 @@ def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previ
     Example: twinscan capture walkthrough.mp4 -o cell_twin --marker-size 0.30
     """
     options = CaptureOptions(quality=quality.value, device=device.value, force=force, max_frames=max_frames,
-                             mapper=mapper.value, marker_size=marker_size, marker_dict=marker_dict, scale=scale)
+                             mapper=mapper.value, marker_size=marker_size, marker_dict=marker_dict, scale=scale,
+                             convex=convex, usdz=usdz, half=half)
     timings: dict[str, float] = {}
     run_capture(video, out, options, on_stage=lambda name, _, seconds: timings.__setitem__(name, seconds))
     print_capture_summary(Workspace(out), timings)
@@ -119,28 +125,55 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapp
 
 @app.command()
 @user_errors
+def splats(workdir: Workdir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
+           force: Force = False) -> None:
+    """Train 3D Gaussian Splats on the posed frames (gsplat on CUDA, twinscan's rasterizer on CPU).
+
+    Every 8th frame is held out and scored (PSNR, SSIM). Interrupted training resumes from its checkpoint.
+
+    Example: twinscan splats cell_twin --quality standard --device cuda
+    """
+    run_splats_stage(Workspace(workdir), CaptureOptions(quality=quality.value, device=device.value, force=force))
+    print_workspace_info(Workspace(workdir), only="splats")
+
+
+@app.command()
+@user_errors
+def mesh(workdir: Workdir, quality: Quality = QualityChoice.preview, convex: Convex = False,
+         force: Force = False) -> None:
+    """Extract the collision mesh (with a z = 0 floor) and the textured visual mesh from the splats.
+
+    Example: twinscan mesh cell_twin --convex
+    """
+    run_mesh_stage(Workspace(workdir), CaptureOptions(quality=quality.value, convex=convex, force=force))
+    print_workspace_info(Workspace(workdir), only="mesh")
+
+
+@app.command()
+@user_errors
 def usd(workdir: Workdir,
         from_ply: Annotated[Optional[Path], typer.Option(
             help="Package a 3DGS .ply trained elsewhere (gsplat, nerfstudio, 3DGRUT) instead of OUT's splats.")] = None,
         mesh: Annotated[Optional[Path], typer.Option(
             help="With --from-ply: a collision mesh (OBJ/PLY/STL/GLB) in the same frame as the splats.")] = None,
-        usdz: Annotated[bool, typer.Option("--usdz", help="Also write one packaged .usdz.")] = False,
-        half: Annotated[bool, typer.Option("--half", help="Store splat attributes in half precision.")] = False,
-        ) -> None:
+        usdz: Usdz = False, half: Half = False, force: Force = False) -> None:
     """Write the OpenUSD twin OUT/twin.usda: splats, colliders, visual mesh, cameras (Z up, metres).
 
-    Example: twinscan usd cell_twin --from-ply point_cloud.ply --mesh collision.obj --usdz
+    Example: twinscan usd cell_twin --usdz
+             twinscan usd cell_twin --from-ply point_cloud.ply --mesh collision.obj
     """
     from twinscan.usd_export import ExportOptions, package_from_ply, validation_errors
 
-    options = ExportOptions(half_precision=half, usdz=usdz)
     if from_ply is None:
-        raise TwinscanError("packaging a workspace's own splats needs the splats and mesh stages",
-                            "pass --from-ply FILE.ply to package splats trained elsewhere")
-    with Workspace(workdir).locked():
-        written = package_from_ply(from_ply, workdir / "twin.usda", mesh_path=mesh, options=options)
-    errors = validation_errors(written)
-    for line in errors:
+        if mesh is not None:
+            raise TwinscanError("--mesh only goes with --from-ply", "drop --mesh, or add --from-ply FILE.ply")
+        run_usd_stage(Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force))
+        written = workdir / "twin.usda"
+    else:
+        with Workspace(workdir).locked():
+            written = package_from_ply(from_ply, workdir / "twin.usda", mesh_path=mesh,
+                                       options=ExportOptions(half_precision=half, usdz=usdz))
+    for line in validation_errors(written):
         console.print(f"[red]validation[/] {line}", highlight=False)
     print_usd_summary(written)
 

@@ -1,0 +1,37 @@
+"""The `check` stage of `capture`: check OUT/twin.usda and record the verdict and probe plot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twinscan.check.config import CheckConfig
+from twinscan.check.physics import newton_available
+from twinscan.check.plot import plot_probes
+from twinscan.check.run import check_twin
+from twinscan.errors import TwinscanError
+from twinscan.workspace import Workspace, fingerprint, tool_versions
+
+TWIN = "twin.usda"
+PLOT = "check/probes.png"
+
+
+def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[str, Any]:
+    """Validate and (when Newton is installed) drop probes; a failed verdict fails the stage."""
+    twin = ws.path(TWIN)
+    if not twin.exists():
+        raise TwinscanError(f"{twin} is missing", f"run `twinscan usd {ws.root}` first")
+    config = CheckConfig(physics=physics and newton_available())
+    inputs = {"twin": fingerprint(twin)}
+    if not force and ws.is_done("check", config, inputs):
+        return ws.stage_record("check")["figures"]
+    with ws.run_stage("check", config, inputs, tool_versions("newton", "warp-lang", "usd-core")) as run:
+        if physics and not config.physics:
+            run.warnings.append('physics proof not run: Newton is not installed (pip install "twinscan[physics]")')
+        report = check_twin(twin, config)
+        run.figures.update(report.figures())
+        if report.probes:
+            plot_probes(report, ws.path(PLOT))
+            run.outputs.append(PLOT)
+        if not report.verdict:
+            raise TwinscanError(report.verdict_line, "see the errors above; the twin is not safe to simulate")
+    return run.figures

@@ -1,0 +1,147 @@
+"""The `usd` stage: OUT's splats, meshes and cameras in; OUT/twin.usda (+ .usdc layers) out.
+
+Everything the earlier stages wrote is already in the twin frame (the sfm stage aligned the model
+before training), so no transform happens here: this stage gathers and packages.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import trimesh
+
+from twinscan.errors import TwinscanError
+from twinscan.gaussians import read_ply
+from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, ScaleSource, TwinContent,
+                                         TwinMetadata)
+from twinscan.usd_export.inspection import summarize, validation_errors
+from twinscan.usd_export.twin import write_twin
+from twinscan.workspace import Workspace, fingerprint, tool_versions
+
+SPLATS = "splats/splats.ply"
+MESH_DIR = "mesh"
+CAMERAS = "sfm/undistorted/sparse"  # PINHOLE cameras of the images the splats were trained on
+TWIN = "twin.usda"
+FIGURES_FROM = {"frames": ("kept", "decoded"), "sfm": ("registered", "mean_reprojection_error"),
+                "splats": ("psnr", "ssim", "num_gaussians"), "mesh": ("collision_faces", "visual_faces")}
+
+
+@dataclass(frozen=True)
+class UsdConfig:
+    half_precision: bool = False
+    usdz: bool = False
+    appearance: str = "splats"  # default of the "appearance" variant set: splats | mesh
+
+
+def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any]:
+    """Write OUT/twin.usda from the workspace; skipped when its inputs and config are unchanged."""
+    splats = ws.path(SPLATS)
+    if not splats.exists():
+        raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
+    inputs = {SPLATS: fingerprint(splats)}
+    for optional in (MESH_DIR, CAMERAS):
+        if ws.path(optional).exists():
+            inputs[optional] = fingerprint(ws.path(optional))
+    if not force and ws.is_done("usd", cfg, inputs):
+        return ws.stage_record("usd")["figures"]
+    with ws.run_stage("usd", cfg, inputs, tool_versions("usd-core", "trimesh")) as run:
+        content = workspace_content(ws)
+        if content.collision_mesh is None:
+            run.warnings.append("no collision mesh (run `twinscan mesh`): the twin has only a floor collider")
+        written = write_twin(ws.path(TWIN), content, ExportOptions(
+            half_precision=cfg.half_precision, usdz=cfg.usdz, appearance=cfg.appearance))
+        errors = validation_errors(ws.path(TWIN))
+        if errors:
+            raise TwinscanError(f"the written twin does not validate: {errors[0]}",
+                                "report this as a twinscan bug with OUT/manifest.json")
+        summary = summarize(ws.path(TWIN))
+        run.outputs = [TWIN, *([written.name] if written.suffix == ".usdz" else [])]
+        run.figures.update({key: summary[key] for key in (
+            "splats", "sh_degree", "collision_triangles", "colliders", "visual_triangles", "textured",
+            "camera_samples", "meters_per_unit", "up_axis")} | {"validation_errors": 0,
+                                                                 "scale_source": content.metadata.scale_source})
+    return run.figures
+
+
+def workspace_content(ws: Workspace) -> TwinContent:
+    """Gather splats, meshes, cameras and provenance from the workspace."""
+    gaussians = read_ply(ws.path(SPLATS))
+    mesh_dir = ws.path(MESH_DIR)
+    summary = json.loads((mesh_dir / "mesh.json").read_text()) if (mesh_dir / "mesh.json").exists() else {}
+    collision = _load_mesh(mesh_dir / "collision.obj")
+    visual, texture = _load_visual(mesh_dir)
+    convex = tuple(_load_mesh(p) for p in sorted((mesh_dir / "convex").glob("part_*.obj")))
+    return TwinContent(
+        gaussians=gaussians, collision_mesh=collision, convex_parts=convex, visual_mesh=visual,
+        visual_texture=texture, cameras=_camera_track(ws), floor=_floor_area(summary, gaussians.means),
+        metadata=_metadata(ws))
+
+
+def _load_mesh(path: Path) -> trimesh.Trimesh | None:
+    if not path.exists():
+        return None
+    return trimesh.load(path, force="mesh", process=False)
+
+
+def _load_visual(mesh_dir: Path) -> tuple[trimesh.Trimesh | None, Path | None]:
+    """The textured OBJ with its atlas when one was baked, else the vertex-coloured PLY."""
+    obj = mesh_dir / "visual.obj"
+    if obj.exists():
+        mesh = trimesh.load(obj, force="mesh", process=False)
+        image = getattr(mesh.visual, "material", None)
+        textures = sorted(p for p in mesh_dir.glob("*") if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
+        if getattr(mesh.visual, "uv", None) is not None and textures and image is not None:
+            return mesh, textures[0]
+    return _load_mesh(mesh_dir / "visual_colours.ply"), None
+
+
+def _floor_area(mesh_summary: dict, means: np.ndarray) -> FloorArea:
+    """The floor the mesh stage found, else the splats' footprint (1st-99th percentile)."""
+    floor = mesh_summary.get("floor")
+    if floor:
+        (x0, y0), (x1, y1) = floor["bounds_xy"]
+        return FloorArea((x0, y0), (x1, y1))
+    lower, upper = np.percentile(means[:, :2], [1, 99], axis=0)
+    return FloorArea(tuple(lower), tuple(upper))
+
+
+def _camera_track(ws: Workspace) -> CameraTrack | None:
+    """The registered frames' cameras in capture order, with their video times."""
+    if not ws.path(CAMERAS).exists():
+        return None
+    import pycolmap
+
+    model = pycolmap.Reconstruction(str(ws.path(CAMERAS)))
+    times = {Path(r["file"]).name: r.get("time_s") for r in json.loads(ws.path("frames.json").read_text())}
+    images = sorted(model.images.values(), key=lambda image: (times.get(image.name) or 0.0, image.name))
+    if not images:
+        return None
+    camera = model.cameras[images[0].camera_id]
+    world_from_cam = np.stack([np.linalg.inv(np.vstack([image.cam_from_world().matrix(), [0, 0, 0, 1]]))
+                               for image in images])
+    frame_times = np.array([times.get(image.name) or float(i) for i, image in enumerate(images)])
+    return CameraTrack(K=camera.calibration_matrix(), width=camera.width, height=camera.height,
+                       world_from_cam=world_from_cam, times=frame_times)
+
+
+def _metadata(ws: Workspace) -> TwinMetadata:
+    manifest = ws.manifest()
+    stages = manifest.get("stages", {})
+    source = (stages.get("frames", {}).get("inputs") or {}).get("video", "")
+    scale_source = str((manifest.get("world") or {}).get("scale_source", "arbitrary"))
+    figures = {f"{stage}_{key}": stages[stage]["figures"][key] for stage, keys in FIGURES_FROM.items()
+               for key in keys if isinstance(stages.get(stage, {}).get("figures", {}).get(key), (int, float))}
+    return TwinMetadata(source_sha256=source, scale_source=_scale_source(scale_source), figures=figures)
+
+
+def _scale_source(recorded: str) -> ScaleSource:
+    """The sfm stage records e.g. "markers 4x4_50 (1 triangulated)", "user scale" or "none"."""
+    if recorded.startswith("marker"):
+        return "marker"
+    if recorded.startswith("user"):
+        return "manual"
+    return "arbitrary"
