@@ -15,8 +15,8 @@ class FramesConfig:
     jpeg_quality: int = 95
     score_side: int = 480  # longest side of the small grey image every frame is scored on (at most half the source)
     # a window closes at this median feature displacement since the last kept frame (fraction of the diagonal)
-    motion_step: float = 0.10
-    window_start: float = 0.5  # ... and opens at this fraction of motion_step: closer is redundant
+    motion_step: float = 0.07
+    window_start: float = 0.7  # ... and opens at this fraction of motion_step: closer is redundant
     blur_ratio: float = 0.5  # blurred: less sharp than this fraction of the recent typical sharpness
     min_sharpness: float = 10.0  # blurred whatever the neighbours: variance of Laplacian on the score image
     reference_s: float = 3.0  # how far back "recent" reaches for the typical sharpness
