@@ -32,6 +32,8 @@ def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[
         if report.probes:
             plot_probes(report, ws.path(PLOT))
             run.outputs.append(PLOT)
+        run.warnings.extend(report.errors)
         if not report.verdict:
-            raise TwinscanError(report.verdict_line, "see the errors above; the twin is not safe to simulate")
+            raise TwinscanError(report.verdict_line,
+                                f"the twin is not safe to simulate: see {PLOT} and `twinscan check {twin}`")
     return run.figures
