@@ -1,0 +1,240 @@
+"""The mesher against ground truth: depth ray-cast from a known scene (floor, table, crate, column),
+with floaters injected the way splat renders show them; acceptance figures as in issue 6."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+
+from twinscan.errors import TwinscanError
+from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
+from twinscan.meshing.cleanup import fill_small_holes
+from twinscan.meshing.collision import coacd_available, convex_decomposition
+from twinscan.meshing.floor import detect_floor, flatten_floor, floor_faces
+from twinscan.meshing.fusion import clean_depth
+from twinscan.meshing.raycast import look_at, render_mesh_views
+from twinscan.meshing.texture import xatlas_available
+from twinscan.presets import get_preset
+
+WIDTH, HEIGHT = 160, 120
+K = np.array([[140.0, 0, WIDTH / 2], [0, 140.0, HEIGHT / 2], [0, 0, 1]])
+
+
+def cell() -> trimesh.Trimesh:
+    """A 4 m floor slab (top at z = 0) with a table, a crate on it and a column; random face colours."""
+    def box(extents, centre):
+        part = trimesh.creation.box(extents=extents)
+        part.apply_translation(centre)
+        return part
+
+    column = trimesh.creation.cylinder(radius=0.15, height=1.2, sections=32)
+    column.apply_translation((-0.8, -0.5, 0.6))
+    parts = [box((4, 4, 0.1), (0, 0, -0.05)), box((1.0, 0.6, 0.75), (0.5, 0.3, 0.375)),
+             box((0.3, 0.3, 0.3), (0.5, 0.3, 0.9)), column]
+    rng = np.random.default_rng(0)
+    for part in parts:
+        part.visual.face_colors = np.column_stack([rng.integers(40, 255, (len(part.faces), 3)),
+                                                   np.full(len(part.faces), 255)])
+    return trimesh.util.concatenate(parts)
+
+
+def orbit(count: int) -> np.ndarray:
+    """Two rings of cameras looking at the cell: a walk at eye height and a lower one."""
+    return np.array([look_at((radius * np.cos(a), radius * np.sin(a), height), (0, 0, 0.4))
+                     for radius, height in [(2.4, 1.5), (1.7, 0.9)]
+                     for a in np.linspace(0, 2 * np.pi, count // 2, endpoint=False)])
+
+
+def with_floaters(views: DepthViews, seed: int = 0) -> DepthViews:
+    """Each view gets a blob of wrong, nearer depth (as splat floaters render): seen by that view only."""
+    rng = np.random.default_rng(seed)
+    depth = views.depth.copy()
+    for view in depth:
+        row, col = rng.integers(10, HEIGHT - 20), rng.integers(10, WIDTH - 20)
+        patch = view[row:row + 8, col:col + 8]
+        patch[np.isfinite(patch)] *= rng.uniform(0.4, 0.7)
+    return DepthViews(depth=depth, colour=views.colour, alpha=views.alpha, K=views.K,
+                      world_from_cam=views.world_from_cam)
+
+
+@pytest.fixture(scope="module")
+def scene():
+    truth = cell()
+    views = render_mesh_views(truth, K, orbit(24), WIDTH, HEIGHT)
+    cfg = MeshConfig(resolution=128, collision_faces=4000, visual_faces=6000, texture_size=256)
+    return truth, views, build_meshes(with_floaters(views), cfg)
+
+
+def test_meshes_meet_the_acceptance_figures_against_ground_truth(scene) -> None:
+    truth, views, result = scene
+    seen = metrics.seen_surface_points(truth, views, samples=40_000)
+    for mesh, with_floor in [(result.visual, result.visual),
+                             (result.collision, trimesh.util.concatenate([result.collision, result.floor_slab]))]:
+        accuracy = metrics.accuracy(mesh, truth, samples=40_000)
+        assert accuracy["median"] <= 0.02 and accuracy["p95"] <= 0.06, accuracy
+        assert metrics.completeness(with_floor, seen, threshold=0.05) >= 0.90
+        assert metrics.floating_components(mesh) == 0
+    flatness = metrics.floor_flatness(result.visual)
+    assert flatness["rms"] <= 0.01 and flatness["area"] > 8.0  # most of the 16 m2 floor was seen
+    assert abs(result.floor.height) < 0.005 and result.floor.tilt_deg < 1.0
+    assert result.floor_slab.bounds[1, 2] == 0.0 and result.floor_slab.bounds[0, 2] < 0
+    assert np.all(result.floor.bounds_xy[0] < -1.5) and np.all(result.floor.bounds_xy[1] > 1.5)
+
+
+def test_budgets_and_figures_are_kept(scene) -> None:
+    _, views, result = scene
+    assert len(result.collision.faces) <= 4000 and len(result.visual.faces) <= 6000
+    assert not (result.collision.face_normals[:, 2] > 0.99)[result.collision.triangles_center[:, 2] < 0.01].any(), \
+        "the floor belongs to the slab, not to the collision mesh"
+    figures = result.figures
+    assert figures["views"] == len(views) and figures["collision_faces"] == len(result.collision.faces)
+    assert figures["voxel_size_m"] == pytest.approx(3.2 / 128, rel=0.2)  # the floor's 1..99 % extent / voxels
+    assert figures["seconds"]["total"] > 0
+
+
+@pytest.mark.skipif(not xatlas_available(), reason="xatlas is not installed")
+def test_baked_texture_reproduces_the_surface_colours(scene) -> None:
+    truth, _, result = scene
+    textured = result.textured
+    assert textured.visual.material.baseColorTexture.size == (256, 256)
+    points, faces = trimesh.sample.sample_surface(textured, 4000, seed=1)
+    colours = textured.visual.material.to_color(_uv_at(textured, points, faces))[:, :3].astype(float)
+    from twinscan.optional import open3d
+
+    o3d = open3d()
+    ray_scene = o3d.t.geometry.RaycastingScene()
+    ray_scene.add_triangles(np.asarray(truth.vertices, np.float32), np.asarray(truth.faces, np.uint32))
+    nearest = ray_scene.compute_closest_points(points.astype(np.float32))["primitive_ids"].numpy()
+    expected = truth.visual.face_colors[nearest, :3].astype(float)
+    error = np.abs(colours - expected).mean(axis=1)
+    assert np.median(error) < 12  # out of 255; the faces are random colours 40..255 apart
+    assert np.mean(error < 30) > 0.75
+
+
+def _uv_at(mesh: trimesh.Trimesh, points: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    barycentric = trimesh.triangles.points_to_barycentric(mesh.triangles[faces], points)
+    return np.einsum("pk,pkj->pj", barycentric, mesh.visual.uv[mesh.faces[faces]])
+
+
+def test_written_files_load_back(scene, tmp_path: Path) -> None:
+    _, _, result = scene
+    names = write_meshes(result, tmp_path / "mesh")
+    folder = tmp_path / "mesh"
+    assert sorted(p.name for p in folder.iterdir()) == names
+    glb = trimesh.load(folder / "visual.glb", force="mesh")
+    assert len(glb.faces) == len(result.visual.faces)
+    obj = trimesh.load(folder / "visual.obj", force="mesh")
+    assert obj.area == pytest.approx(result.visual.area, rel=1e-3)
+    floor = trimesh.load(folder / "floor.obj", force="mesh")
+    assert floor.bounds[1, 2] == pytest.approx(0.0, abs=1e-6)
+    summary = json.loads((folder / "mesh.json").read_text())
+    assert summary["floor"]["height_m"] == pytest.approx(result.floor.height)
+    assert not list(tmp_path.glob(".*tmp-*"))
+
+
+def test_clean_depth_drops_silhouettes_but_keeps_slanted_planes() -> None:
+    rows, cols = np.mgrid[0:40, 0:60].astype(np.float32)
+    slanted = 2.0 + 0.05 * cols  # a floor seen at a grazing angle: steep but planar
+    depth = np.where(cols < 30, slanted, 1.0)[None]  # a near object on the right half
+    depth[0, 5, 40] = 0.0  # an empty pixel
+    views = DepthViews(depth=depth, colour=np.zeros((1, 40, 60, 3), np.uint8), alpha=np.ones_like(depth),
+                       K=np.eye(3)[None], world_from_cam=np.eye(4)[None])
+    cleaned = clean_depth(views, min_alpha=0.5, edge_jump=0.02)[0]
+    assert np.all(cleaned[1:-1, 1:28] > 0)  # the slanted plane survives
+    assert np.all(cleaned[:, 29:31] == 0)  # both sides of the step are dropped
+    assert np.all(cleaned[4:7, 39:42] == 0)  # so is the ring around the empty pixel
+
+
+def test_floor_is_found_off_zero_and_flattened() -> None:
+    floor = trimesh.creation.box(bounds=[[-1, -1, -0.1], [1, 1, 0.02]]).subdivide().subdivide().subdivide()
+    crate = trimesh.creation.box(bounds=[[0, 0, 0.02], [0.4, 0.4, 0.4]])
+    mesh = trimesh.util.concatenate([floor, crate])
+    found = detect_floor(mesh, band=0.1, max_tilt_deg=10, distance=0.01)
+    assert found.height == pytest.approx(0.02, abs=1e-6) and found.tilt_deg < 0.1
+    assert found.area == pytest.approx(4.0, rel=1e-6)
+    is_floor = floor_faces(mesh, found.height, 0.01)
+    flat = flatten_floor(mesh, is_floor)
+    assert np.all(flat.triangles_center[is_floor, 2] == 0)
+    assert flat.bounds[1, 2] == pytest.approx(0.4)
+    raised = crate.copy()
+    raised.apply_translation((0, 0, 1.0))
+    assert detect_floor(raised, band=0.1, max_tilt_deg=10, distance=0.01) is None
+
+
+def test_small_holes_are_closed_and_large_ones_left_open() -> None:
+    sphere = trimesh.creation.icosphere(subdivisions=3)
+    sphere.visual.vertex_colors = [200, 100, 50, 255]
+    centres = sphere.triangles_center
+    small = sphere.copy()
+    small.update_faces(np.linalg.norm(centres - [0, 0, 1], axis=1) > 0.1)  # a hole around the north pole
+    filled, added = fill_small_holes(small, max_perimeter=1.0)
+    assert added > 0 and filled.is_watertight and filled.is_winding_consistent
+    assert filled.volume == pytest.approx(sphere.volume, rel=0.01)
+    large = sphere.copy()
+    large.update_faces(centres[:, 2] < 0.5)  # a cap of ~0.9 m radius removed: perimeter ~5.4 m
+    assert fill_small_holes(large, max_perimeter=1.0)[1] == 0
+
+
+def test_floating_components_are_counted() -> None:
+    def box(lower, upper):
+        return trimesh.creation.box(bounds=[lower, upper])
+
+    stacked = [box((0, 0, 0), (1, 1, 1)), box((0, 0, 1.01), (0.5, 0.5, 1.5))]  # crate on a crate: supported
+    assert metrics.floating_components(trimesh.util.concatenate(stacked)) == 0
+    hovering = box((3, 3, 0.5), (4, 4, 1))
+    assert metrics.floating_components(trimesh.util.concatenate([*stacked, hovering])) == 1
+
+
+@pytest.mark.skipif(not coacd_available(), reason="coacd is not installed")
+def test_convex_decomposition_splits_a_non_convex_shape_into_convex_parts() -> None:
+    shape = trimesh.util.concatenate([trimesh.creation.box(bounds=[[0, 0, 0], [1, 0.5, 0.5]]),
+                                      trimesh.creation.box(bounds=[[1.5, 0, 0], [2, 2, 0.5]])])
+    assert not shape.is_convex
+    convex = convex_decomposition(shape, threshold=0.05, max_parts=8)
+    assert 2 <= len(convex.parts) <= 8 and convex.seconds > 0
+    assert all(part.is_convex for part in convex.parts)
+    assert sum(part.volume for part in convex.parts) == pytest.approx(shape.volume, rel=0.05)
+
+
+def test_config_follows_the_preset_and_rejects_nonsense() -> None:
+    cfg = MeshConfig.from_preset(get_preset("standard"), convex=True)
+    assert cfg.collision_faces == get_preset("standard").mesh_faces and cfg.convex
+    assert cfg.voxel_size(5.0) == pytest.approx(5.0 / cfg.resolution)
+    assert cfg.voxel_size(1000.0) == cfg.max_voxel and cfg.voxel_size(0.1) == cfg.min_voxel
+    with pytest.raises(TwinscanError):
+        MeshConfig(min_voxel=0.1, max_voxel=0.01)
+    with pytest.raises(TwinscanError):
+        DepthViews(depth=np.ones((2, 4, 4), np.float32), colour=np.zeros((2, 4, 4, 3), np.uint8),
+                   alpha=np.ones((2, 4, 4), np.float32), K=np.eye(3)[None], world_from_cam=np.eye(4)[None])
+
+
+def test_stage_without_splats_fails_with_a_fix_and_records_it(tmp_path: Path) -> None:
+    from twinscan.meshing import run_mesh
+    from twinscan.workspace import Workspace
+
+    ws = Workspace(tmp_path)
+    with pytest.raises(TwinscanError, match="splats.ply is missing"):
+        run_mesh(ws, MeshConfig.from_preset(get_preset("preview")))
+    assert ws.stage_record("mesh")["status"] == "failed"
+
+
+def test_splat_renders_become_depth_views_on_the_splatted_surface() -> None:
+    from twinscan.gaussians import Gaussians
+    from twinscan.meshing.render import render_depth_views
+
+    grid = np.stack(np.meshgrid(np.linspace(-1, 1, 60), np.linspace(-1, 1, 60)), -1).reshape(-1, 2)
+    n = len(grid)
+    floor = Gaussians(means=np.column_stack([grid, np.zeros(n)]),
+                      log_scales=np.log(np.tile([0.03, 0.03, 0.002], (n, 1))), quats=np.tile([1.0, 0, 0, 0], (n, 1)),
+                      opacity_logits=np.full(n, 4.0), sh=np.full((n, 1, 3), 0.5))
+    cam_from_world = np.linalg.inv(look_at((0.1, 0.2, 2.0), (0, 0, 0), up=(0, 1, 0)))
+    views = render_depth_views(floor, K[None], cam_from_world[None], WIDTH, HEIGHT)
+    points, _ = views.points(min_alpha=0.5)
+    assert len(points) > 0.6 * WIDTH * HEIGHT  # the 2 m square fills most of the view
+    assert np.all(np.abs(points[:, 2]) < 0.01)  # median depth lands on the splats, not between them
+    _, colours = views.points(min_alpha=0.99)  # away from the square's edge, no background blends in
+    assert np.all(np.abs(colours.astype(int) - round((0.5 * 0.28209479 + 0.5) * 255)) <= 1)  # SH DC 0.5

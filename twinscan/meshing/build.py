@@ -1,0 +1,158 @@
+"""The mesher's functional core: rendered views in, visual and collision meshes out (no files)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import PIL.Image
+import trimesh
+
+from twinscan.errors import TwinscanError
+from twinscan.meshing import cleanup, collision, fusion, texture
+from twinscan.meshing.config import MeshConfig
+from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, floor_slab
+from twinscan.meshing.views import DepthViews
+
+
+@dataclass
+class MeshResult:
+    visual: trimesh.Trimesh  # vertex-coloured surface, floor flattened onto z = 0
+    textured: trimesh.Trimesh | None  # the same surface with UVs and the baked atlas (None: no xatlas)
+    collision: trimesh.Trimesh  # decimated structure without the floor
+    floor: Floor | None  # None when no floor plane was found near z = 0
+    floor_slab: trimesh.Trimesh | None  # box collider with its top at z = 0 over the captured floor
+    convex_parts: list[trimesh.Trimesh] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _no_progress(n: float = 1, status: str | None = None) -> None:
+    pass
+
+
+STEPS = 6  # progress steps `build_meshes` reports
+
+
+def build_meshes(views: DepthViews, cfg: MeshConfig,
+                 advance: Callable[..., None] = _no_progress) -> MeshResult:
+    """Fuse the views (TSDF), clean the surface, find the floor, then make visual and collision meshes."""
+    started = time.time()
+    seconds: dict[str, float] = {}
+    figures: dict[str, Any] = {"views": len(views)}
+    warnings: list[str] = []
+
+    def timed(name: str, status: str, step_started: float) -> None:
+        seconds[name] = time.time() - step_started
+        advance(1, status=status)
+
+    step = time.time()
+    surface, voxel, depth = _fuse(views, cfg, figures)
+    timed("fusion", f"fused {len(views)} views, voxel {voxel * 100:.1f} cm", step)
+
+    step = time.time()
+    surface = _clean(surface, views, depth, voxel, cfg, figures)
+    timed("cleanup", f"removed {figures['components_removed']} small components", step)
+
+    step = time.time()
+    floor = detect_floor(surface, cfg.floor_band, cfg.floor_max_tilt_deg, distance=1.5 * voxel)
+    is_floor = np.zeros(len(surface.faces), bool)
+    if floor is None:
+        warnings.append(f"no floor plane found within {cfg.floor_band} m of z = 0: no floor collider")
+    else:
+        is_floor = floor_faces(surface, floor.height, 1.5 * voxel)
+        surface = flatten_floor(surface, is_floor)
+        figures.update(floor_height_m=round(floor.height, 4), floor_tilt_deg=round(floor.tilt_deg, 2),
+                       floor_area_m2=round(floor.area, 3))
+        if abs(floor.height) > 2 * voxel:
+            warnings.append(f"the floor lies {floor.height * 100:.1f} cm from z = 0: the world alignment is off")
+    timed("floor", "floor found" if floor else "no floor", step)
+
+    # without a floor nothing can be said to rest on it, so nothing is called floating
+    floater_tolerance = 3 * voxel if floor is not None else None
+    max_floater = cfg.max_floater_voxels * voxel ** 2
+    step = time.time()
+    visual = collision.decimate(surface, cfg.visual_faces)
+    visual, floating_removed = _drop_floating(visual, floater_tolerance, max_floater)
+    visual.visual.vertex_colors = texture.transfer_vertex_colours(visual, surface)
+    textured = None
+    if cfg.texture_size and texture.xatlas_available():
+        textured = _textured(visual, views, cfg.texture_size, tolerance=2 * voxel)
+    elif cfg.texture_size:
+        warnings.append("xatlas is not installed: the visual mesh has vertex colours only (pip install xatlas)")
+    figures.update(visual_faces=len(visual.faces), floating_removed=floating_removed,
+                   texture_size=cfg.texture_size if textured else 0)
+    timed("visual", f"visual mesh {len(visual.faces)} faces", step)
+
+    step = time.time()
+    structure, _ = cleanup.keep_large_components(cleanup.keep_faces(surface, ~is_floor),
+                                                 cfg.min_component_voxels * voxel ** 2)
+    collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
+    collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
+    slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
+    figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
+                   collision_non_manifold_edges=collision.non_manifold_edges(collider))
+    timed("collision", f"collision mesh {len(collider.faces)} faces", step)
+
+    parts: list[trimesh.Trimesh] = []
+    if cfg.convex and collision.coacd_available():
+        convex = collision.convex_decomposition(collider, cfg.convex_threshold, cfg.convex_max_parts)
+        parts = convex.parts
+        figures.update(convex_parts=len(parts))
+        seconds["convex"] = convex.seconds
+    elif cfg.convex:
+        warnings.append("coacd is not installed: no convex decomposition (pip install coacd)")
+    advance(1, status=f"{len(parts)} convex parts" if cfg.convex else "done")
+
+    seconds["total"] = time.time() - started
+    figures["seconds"] = {name: round(value, 2) for name, value in seconds.items()}
+    return MeshResult(visual=visual, textured=textured, collision=collider, floor=floor, floor_slab=slab,
+                      convex_parts=parts, figures=figures, warnings=warnings)
+
+
+def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[trimesh.Trimesh, float, np.ndarray]:
+    """(raw TSDF surface, voxel size, cleaned depth maps)."""
+    lower, upper = fusion.captured_extent(views, cfg.min_alpha)
+    depth = fusion.clean_depth(views, cfg.min_alpha, cfg.edge_jump)
+    voxel = cfg.voxel_size(float(np.max(upper - lower)), fusion.pixel_footprint(views, depth))
+    raw = fusion.fuse_tsdf(views, depth, voxel, cfg.trunc_voxels, _max_depth(depth), cfg.min_weight)
+    figures.update(voxel_size_m=round(voxel, 5), raw_faces=len(raw.faces))
+    if len(raw.faces) == 0:
+        raise TwinscanError("TSDF fusion produced no surface",
+                            "check that the views overlap and that the depth renders are in metres")
+    return raw, voxel, depth
+
+
+def _max_depth(depth: np.ndarray) -> float:
+    return float(depth[depth > 0].max()) * 1.01
+
+
+def _clean(raw: trimesh.Trimesh, views: DepthViews, depth: np.ndarray, voxel: float, cfg: MeshConfig,
+           figures: dict[str, Any]) -> trimesh.Trimesh:
+    """Crop to the captured region, drop small components, close small holes."""
+    captured, outside_faces = cleanup.crop_to_captured(raw, views, cfg.min_views, _max_depth(depth))
+    large, components_removed = cleanup.keep_large_components(captured, cfg.min_component_voxels * voxel ** 2,
+                                                              floor_band=1.5 * voxel)
+    surface, hole_faces = cleanup.fill_small_holes(large, cfg.hole_perimeter)
+    figures.update(faces_outside_capture=outside_faces,
+                   components_removed=components_removed, hole_faces_added=hole_faces)
+    return surface
+
+
+def _drop_floating(mesh: trimesh.Trimesh, tolerance: float | None, max_area: float) -> tuple[trimesh.Trimesh, int]:
+    return (mesh, 0) if tolerance is None else cleanup.drop_floating(mesh, tolerance, max_area)
+
+
+def _textured(visual: trimesh.Trimesh, views: DepthViews, size: int, tolerance: float) -> trimesh.Trimesh:
+    """`visual` re-indexed along UV seams, carrying the atlas baked from the views."""
+    vertex_map, faces, uvs = texture.uv_atlas(visual, size)
+    vertices = np.asarray(visual.vertices)[vertex_map]
+    colours = np.asarray(visual.visual.vertex_colors)[vertex_map]
+    atlas = texture.bake_texture(vertices, faces, uvs, views, size, tolerance, fallback=colours)
+    material = trimesh.visual.material.PBRMaterial(baseColorTexture=PIL.Image.fromarray(atlas),
+                                                   metallicFactor=0.0, roughnessFactor=1.0)
+    return trimesh.Trimesh(vertices, faces, visual=trimesh.visual.TextureVisuals(uv=uvs, material=material),
+                           process=False)

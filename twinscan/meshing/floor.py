@@ -1,0 +1,69 @@
+"""The floor: found by RANSAC near z = 0, flattened onto z = 0, and given a slab collider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import trimesh
+
+from twinscan.optional import open3d
+
+
+@dataclass(frozen=True)
+class Floor:
+    height: float  # metres: the fitted plane's height at the floor's centre (the twin frame says 0)
+    tilt_deg: float  # angle between the fitted plane's normal and +Z
+    bounds_xy: np.ndarray  # (2, 2) min and max x, y of the floor the views captured
+    area: float  # square metres of mesh faces classified as floor
+
+
+def _upward(mesh: trimesh.Trimesh, max_tilt_deg: float) -> np.ndarray:
+    return mesh.face_normals[:, 2] >= np.cos(np.radians(max_tilt_deg))
+
+
+def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distance: float,
+                 seed: int = 0) -> Floor | None:
+    """The dominant upward plane among face centres within `band` of z = 0, or None when there is none."""
+    candidates = _upward(mesh, max_tilt_deg) & (np.abs(mesh.triangles_center[:, 2]) <= band)
+    if candidates.sum() < 50:
+        return None
+    o3d = open3d()
+    o3d.utility.random.seed(seed)
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(mesh.triangles_center[candidates]))
+    plane, inliers = cloud.segment_plane(distance_threshold=distance, ransac_n=3, num_iterations=500)
+    normal = np.asarray(plane[:3]) * np.sign(plane[2])
+    offset = plane[3] * np.sign(plane[2])
+    tilt = float(np.degrees(np.arccos(np.clip(normal[2], -1, 1))))
+    if tilt > max_tilt_deg:
+        return None
+    points = mesh.triangles_center[candidates][inliers]
+    centre = points.mean(axis=0)
+    height = float(-(normal[0] * centre[0] + normal[1] * centre[1] + offset) / normal[2])
+    area = float(mesh.area_faces[floor_faces(mesh, height, distance)].sum())
+    return Floor(height, tilt, np.stack([points[:, :2].min(0), points[:, :2].max(0)]), area)
+
+
+def floor_faces(mesh: trimesh.Trimesh, height: float, distance: float) -> np.ndarray:
+    """Mask of faces that are floor: every corner within `distance` of the floor's height, facing up.
+
+    Corners, not normals, decide: marching cubes leaves slivers on a flat floor whose normals
+    tilt by tens of degrees.
+    """
+    near = np.abs(mesh.vertices[:, 2] - height) <= distance
+    return near[mesh.faces].all(axis=1) & (mesh.face_normals[:, 2] > 0)
+
+
+def flatten_floor(mesh: trimesh.Trimesh, is_floor: np.ndarray) -> trimesh.Trimesh:
+    """A copy with every vertex of a floor face moved onto z = 0."""
+    flat = mesh.copy()
+    vertices = flat.vertices.copy()
+    vertices[np.unique(flat.faces[is_floor]), 2] = 0.0
+    flat.vertices = vertices
+    return flat
+
+
+def floor_slab(floor: Floor, thickness: float) -> trimesh.Trimesh:
+    """A box under the captured floor, its top face at z = 0: the floor's collider."""
+    (x0, y0), (x1, y1) = floor.bounds_xy
+    return trimesh.creation.box(bounds=[[x0, y0, -thickness], [x1, y1, 0.0]])

@@ -1,0 +1,71 @@
+"""TSDF fusion of the views into one surface (open3d VoxelBlockGrid, sparse; marching cubes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+from scipy import ndimage
+
+from twinscan.errors import TwinscanError
+from twinscan.meshing.views import DepthViews
+from twinscan.optional import open3d
+
+
+def clean_depth(views: DepthViews, min_alpha: float, edge_jump: float) -> np.ndarray:
+    """Depth maps with 0 where a pixel is empty, too transparent, or on a depth discontinuity.
+
+    Pixels on a silhouette of a splat render sit between foreground and background (flying
+    pixels); fused, they become streaks in free space. They stand out by their second difference,
+    which is ~0 on any plane however slanted, so grazing floors survive.
+    """
+    depth = np.where(views.valid(min_alpha), views.depth, 0.0).astype(np.float32)
+    padded = np.pad(depth, ((0, 0), (1, 1), (1, 1)), mode="edge")
+    centre = padded[:, 1:-1, 1:-1]
+    across = np.abs(padded[:, 1:-1, :-2] + padded[:, 1:-1, 2:] - 2 * centre)
+    down = np.abs(padded[:, :-2, 1:-1] + padded[:, 2:, 1:-1] - 2 * centre)
+    flying = np.maximum(across, down) > edge_jump * depth
+    empty_neighbour = ndimage.minimum_filter(depth, size=(1, 3, 3)) == 0
+    return np.where(flying | empty_neighbour, 0.0, depth).astype(np.float32)
+
+
+def captured_extent(views: DepthViews, min_alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Robust bounds (1st..99th percentile per axis) of the back-projected points: the captured region."""
+    points, _ = views.points(min_alpha, stride=4)
+    if len(points) < 100:
+        raise TwinscanError(f"the views hold only {len(points)} surface samples",
+                            "check the renders: depth must be positive where the scene was seen")
+    return np.percentile(points, 1, axis=0), np.percentile(points, 99, axis=0)
+
+
+def pixel_footprint(views: DepthViews, depth: np.ndarray) -> float:
+    """Median size (metres) of a pixel on the surface it sees: the finest detail the views hold."""
+    focal = np.sqrt(views.K[:, 0, 0] * views.K[:, 1, 1])
+    sizes = depth / focal[:, None, None]
+    return float(np.median(sizes[depth > 0]))
+
+
+def fuse_tsdf(views: DepthViews, depth: np.ndarray, voxel: float, trunc_voxels: float, max_depth: float,
+              min_weight: float) -> trimesh.Trimesh:
+    """Integrate the cleaned depth and colour of every view; marching cubes with vertex colours."""
+    o3d = open3d()
+    o3c = o3d.core
+    cpu = o3c.Device("CPU:0")
+    grid = o3d.t.geometry.VoxelBlockGrid(
+        attr_names=("tsdf", "weight", "color"), attr_dtypes=(o3c.float32, o3c.float32, o3c.float32),
+        attr_channels=((1), (1), (3)), voxel_size=voxel, block_resolution=16, block_count=20_000, device=cpu)
+    for i in range(len(views)):
+        depth_image = o3d.t.geometry.Image(o3c.Tensor(np.ascontiguousarray(depth[i])))
+        colour_image = o3d.t.geometry.Image(o3c.Tensor(np.ascontiguousarray(views.colour[i], np.float32) / 255.0))
+        intrinsic = o3c.Tensor(views.K[i], o3c.float64)  # open3d, too, puts pixel centres at +0.5
+        extrinsic = o3c.Tensor(views.cam_from_world[i], o3c.float64)
+        blocks = grid.compute_unique_block_coordinates(depth_image, intrinsic, extrinsic, 1.0, float(max_depth),
+                                                       float(trunc_voxels))
+        grid.integrate(blocks, depth_image, colour_image, intrinsic, extrinsic, 1.0, float(max_depth),
+                       float(trunc_voxels))
+    surface = grid.extract_triangle_mesh(weight_threshold=float(min_weight))
+    vertices = surface.vertex.positions.numpy().astype(np.float64)
+    if len(vertices) == 0:
+        return trimesh.Trimesh()
+    colours = np.clip(surface.vertex.colors.numpy() * 255.0, 0, 255).astype(np.uint8)
+    return trimesh.Trimesh(vertices=vertices, faces=surface.triangle.indices.numpy().astype(np.int64),
+                           vertex_colors=colours, process=True)

@@ -1,0 +1,69 @@
+"""How good a mesh is against known geometry: accuracy, completeness, floor flatness, floaters.
+
+Pure functions on trimesh meshes; nearest-surface queries by open3d ray casting (exact distances
+to triangles, not to vertices).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+
+from twinscan.meshing.cleanup import unsupported_components
+from twinscan.meshing.views import DepthViews
+from twinscan.optional import open3d
+
+
+def surface_distance(mesh: trimesh.Trimesh, points: np.ndarray) -> np.ndarray:
+    """Unsigned distance from each point to the nearest point on `mesh`'s triangles."""
+    o3d = open3d()
+    scene = o3d.t.geometry.RaycastingScene()
+    scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
+    return scene.compute_distance(np.asarray(points, np.float32)).numpy().astype(np.float64)
+
+
+def sample_surface(mesh: trimesh.Trimesh, count: int, seed: int = 0) -> np.ndarray:
+    """`count` points spread uniformly by area over the mesh (deterministic for a seed)."""
+    points, _ = trimesh.sample.sample_surface(mesh, count, seed=seed)
+    return np.asarray(points)
+
+
+def accuracy(mesh: trimesh.Trimesh, truth: trimesh.Trimesh, samples: int = 100_000) -> dict[str, float]:
+    """Distance (metres) from points on `mesh` to the true surface: how far the mesh strays."""
+    distance = surface_distance(truth, sample_surface(mesh, samples))
+    return {"median": float(np.median(distance)), "p95": float(np.percentile(distance, 95)),
+            "mean": float(distance.mean())}
+
+
+def seen_surface_points(truth: trimesh.Trimesh, views: DepthViews, samples: int = 100_000,
+                        tolerance: float = 0.01, min_views: int = 1) -> np.ndarray:
+    """Points of the true surface that at least `min_views` views saw (unoccluded, inside the image)."""
+    points = sample_surface(truth, samples)
+    return points[views.seen_by(points, tolerance).sum(axis=0) >= min_views]
+
+
+def completeness(mesh: trimesh.Trimesh, seen_points: np.ndarray, threshold: float = 0.05) -> float:
+    """Fraction of seen true-surface points within `threshold` metres of the mesh."""
+    return float((surface_distance(mesh, seen_points) <= threshold).mean())
+
+
+def floor_flatness(mesh: trimesh.Trimesh, band: float = 0.05, max_tilt_deg: float = 10.0,
+                   samples: int = 50_000) -> dict[str, float]:
+    """RMS height (metres) about z = 0 of the mesh's floor: faces facing up within `band` of z = 0.
+
+    `area` is the floor area found; RMS is 0 for an empty floor, so check the area too.
+    """
+    normals = mesh.face_normals
+    centres = mesh.triangles_center
+    floor = (normals[:, 2] >= np.cos(np.radians(max_tilt_deg))) & (np.abs(centres[:, 2]) <= band)
+    area = float(mesh.area_faces[floor].sum())
+    if not floor.any():
+        return {"rms": 0.0, "area": 0.0}
+    points = sample_surface(mesh.submesh([np.flatnonzero(floor)], append=True), samples)
+    return {"rms": float(np.sqrt(np.mean(points[:, 2] ** 2))), "area": area}
+
+
+def floating_components(mesh: trimesh.Trimesh, tolerance: float = 0.05) -> int:
+    """Components neither resting on the floor (z = 0) nor touching, through others, one that does."""
+    _, floating = unsupported_components(mesh, tolerance)
+    return int(floating.sum())

@@ -1,0 +1,51 @@
+"""Ground-truth views of a known mesh (open3d ray casting): what the mesher is tested and benchmarked on."""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+
+from twinscan.meshing.views import DepthViews
+from twinscan.optional import open3d
+
+
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """world_from_cam (OpenCV axes) of a camera at `eye` looking at `target`, image up along `up`."""
+    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
+    forward = target - eye
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, up)
+    right /= np.linalg.norm(right)
+    down = np.cross(forward, right)
+    world_from_cam = np.eye(4)
+    world_from_cam[:3, :3] = np.stack([right, down, forward], axis=1)
+    world_from_cam[:3, 3] = eye
+    return world_from_cam
+
+
+def render_mesh_views(mesh: trimesh.Trimesh, K: np.ndarray, world_from_cams: np.ndarray,
+                      width: int, height: int) -> DepthViews:
+    """Exact depth (z along the optical axis) and face colours of `mesh` seen by each pinhole camera."""
+    o3d = open3d()
+    scene = o3d.t.geometry.RaycastingScene()
+    scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
+    face_colours = np.asarray(mesh.visual.face_colors)[:, :3]
+    v, u = np.mgrid[0:height, 0:width]
+    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
+    rays_cam = pixels @ np.linalg.inv(K).T  # z = 1, so hit distance along it is the depth
+    depths, colours = [], []
+    for world_from_cam in world_from_cams:
+        directions = rays_cam @ world_from_cam[:3, :3].T
+        origins = np.broadcast_to(world_from_cam[:3, 3], directions.shape)
+        hits = scene.cast_rays(np.concatenate([origins, directions], 1).astype(np.float32))
+        depth = hits["t_hit"].numpy().reshape(height, width)  # inf where the ray hits nothing
+        face = hits["primitive_ids"].numpy().reshape(height, width)
+        hit = np.isfinite(depth)
+        colour = np.zeros((height, width, 3), np.uint8)
+        colour[hit] = face_colours[face[hit]]
+        depths.append(depth.astype(np.float32))
+        colours.append(colour)
+    n = len(world_from_cams)
+    depth = np.stack(depths)
+    return DepthViews(depth=depth, colour=np.stack(colours), alpha=np.isfinite(depth).astype(np.float32),
+                      K=np.broadcast_to(K, (n, 3, 3)).copy(), world_from_cam=np.asarray(world_from_cams, np.float64))

@@ -1,0 +1,49 @@
+"""The `mesh` stage: OUT/splats/splats.ply (and the training cameras) in; OUT/mesh/ out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twinscan.errors import TwinscanError
+from twinscan.gaussians import read_ply
+from twinscan.meshing.build import STEPS, build_meshes
+from twinscan.meshing.config import MeshConfig
+from twinscan.meshing.export import write_meshes
+from twinscan.meshing.render import render_depth_views
+from twinscan.progress import progress_bar
+from twinscan.workspace import Workspace, fingerprint, tool_versions
+
+MESH_DIR = "mesh"
+SPLATS = "splats/splats.ply"
+VERSIONS = ("open3d", "trimesh", "xatlas", "coacd", "numpy")
+
+
+def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, Any]:
+    """Render the splats at the training cameras, fuse and clean, write visual and collision meshes.
+
+    Skipped (returning the recorded figures) when done before with the same config and splats.
+    """
+    from twinscan.recon.splats.views import UNDISTORTED, load_training_views
+
+    splats = ws.path(SPLATS)
+    inputs = {SPLATS: fingerprint(splats)} if splats.exists() else {}
+    if ws.path(UNDISTORTED).exists():
+        inputs[UNDISTORTED] = fingerprint(ws.path(UNDISTORTED) / "sparse")
+    if not force and ws.is_done("mesh", cfg, inputs):
+        return ws.stage_record("mesh")["figures"]
+    with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
+        if not splats.exists():
+            raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
+        gaussians = read_ply(splats)
+        cameras = load_training_views(ws, cfg.render_max_side)
+        height, width = cameras.images[0].shape[:2]
+        with progress_bar("mesh: render", total=len(cameras)) as advance:
+            views = render_depth_views(gaussians, cameras.Ks.numpy(), cameras.cam_from_world.numpy(), width,
+                                       height, advance)
+        with progress_bar("mesh", total=STEPS) as advance:
+            result = build_meshes(views, cfg, advance)
+        files = write_meshes(result, ws.path(MESH_DIR))
+        run.outputs = [f"{MESH_DIR}/{name}" for name in files]
+        run.figures.update(result.figures, render_resolution=[width, height])
+        run.warnings.extend(result.warnings)
+    return run.figures
