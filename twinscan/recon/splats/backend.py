@@ -1,0 +1,85 @@
+"""Which rasterizer trains the splats: gsplat's CUDA kernels, or twinscan's CPU rasterizer.
+
+Both have `gsplat.rasterization`'s signature and semantics, so the trainer does not know which it got.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from twinscan.errors import TwinscanError
+from twinscan.progress import console
+
+
+@functools.cache
+def gsplat_cuda_ready() -> bool:
+    """True when torch sees a GPU and gsplat's CUDA extension loads (it compiles on first use)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return False
+    try:
+        from gsplat.cuda._backend import _C
+    except Exception:  # a failed JIT build raises anything from OSError to RuntimeError
+        return False
+    return _C is not None
+
+
+@dataclass(frozen=True)
+class Backend:
+    device: str  # "cuda" or "cpu"
+    strategy: str  # "default" or "mcmc"
+    rasterize: Callable
+
+
+def select_backend(device: str = "auto", strategy: str = "auto") -> Backend:
+    """CUDA where it works, else the CPU path (with a notice when the user asked for "auto")."""
+    if device == "cuda" and not gsplat_cuda_ready():
+        raise TwinscanError("--device cuda was asked for, but no usable CUDA GPU was found (or gsplat's "
+                            "CUDA extension did not build)", "use --device cpu or --device auto")
+    use_cuda = device == "cuda" or (device == "auto" and gsplat_cuda_ready())
+    if device == "auto" and not use_cuda:
+        console.print("[yellow]notice:[/] no usable CUDA GPU; training splats on the CPU rasterizer")
+    if use_cuda:
+        from gsplat import rasterization
+
+        chosen = "mcmc" if strategy == "auto" else strategy
+        return Backend("cuda", chosen, functools.partial(rasterization, packed=False))
+    if strategy == "mcmc":
+        raise TwinscanError("the MCMC strategy needs CUDA (gsplat's relocation kernel has no CPU version)",
+                            "use --strategy default on the CPU, or train on a CUDA GPU")
+    from twinscan.recon.raster import rasterize
+
+    _use_sleeping_numba_workers()
+    return Backend("cpu", "default", functools.partial(rasterize, backend="numba"))
+
+
+def _use_sleeping_numba_workers() -> None:
+    """numba's default OpenMP workers spin after each kernel, starving torch's ops on the same two
+    cores (each small torch op then takes 20x longer; a training step 3-5x). numba's workqueue pool
+    sleeps instead. Takes effect unless a parallel numba kernel already ran or the user chose a layer."""
+    import numba
+
+    if "NUMBA_THREADING_LAYER" not in os.environ:
+        numba.config.THREADING_LAYER = "workqueue"
+
+
+@contextlib.contextmanager
+def cpu_training_threads(device: str) -> Iterator[None]:
+    """Run torch's part of a CPU step on one thread: it is many small ops, for which extra OpenMP
+    threads only spin against the rasterizer's numba workers. Restored afterwards."""
+    if device != "cpu":
+        yield
+        return
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

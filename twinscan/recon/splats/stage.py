@@ -1,0 +1,86 @@
+"""The `splats` stage: OUT/sfm/undistorted/ in; OUT/splats/splats.ply and held-out renders out.
+
+OUT/splats/ appears complete or not at all. While training, a checkpoint in OUT/.splats-checkpoint.pt
+lets an interrupted run (Ctrl-C, power loss) resume at its last saved step; it is removed on success.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from twinscan.atomic import atomic_dir
+from twinscan.gaussians import write_ply
+from twinscan.progress import progress_bar
+from twinscan.recon.splats.backend import select_backend
+from twinscan.recon.splats.config import SplatsConfig
+from twinscan.recon.splats.params import gaussians_from_params
+from twinscan.recon.splats.trainer import TrainResult, train_splats
+from twinscan.recon.splats.views import UNDISTORTED, TrainingViews, load_training_views
+from twinscan.workspace import Workspace, fingerprint, tool_versions
+
+SPLATS_DIR = "splats"
+PLY = "splats.ply"
+HELDOUT = "heldout"
+CHECKPOINT = ".splats-checkpoint.pt"
+VERSIONS = ("torch", "gsplat", "numba", "numpy")
+
+
+def _status(status: dict[str, Any]) -> str:
+    psnr = status.get("psnr", math.nan)
+    return (f"{status.get('it_s', 0.0):.1f} it/s  {status['num_gaussians']:,} splats  loss {status['loss']:.4f}"
+            + ("" if math.isnan(psnr) else f"  held-out {psnr:.2f} dB"))
+
+
+def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult) -> list[str]:
+    """splats.ply and, per held-out view, a PNG of the render beside its ground truth."""
+    with atomic_dir(ws.path(SPLATS_DIR)) as tmp:
+        write_ply(tmp / PLY, gaussians_from_params(result.params))
+        (tmp / HELDOUT).mkdir()
+        for name, rendered in result.evaluation.renders.items():
+            truth = (views.images[views.names.index(name)].numpy() * 255 + 0.5).astype(np.uint8)
+            side_by_side = cv2.cvtColor(np.concatenate([rendered, truth], axis=1), cv2.COLOR_RGB2BGR)
+            cv2.imwrite(str(tmp / HELDOUT / f"{Path(name).stem}.png"), side_by_side)
+    return [f"{SPLATS_DIR}/{PLY}", f"{SPLATS_DIR}/{HELDOUT}"]
+
+
+def run_splats(ws: Workspace, cfg: SplatsConfig, force: bool = False) -> dict[str, Any]:
+    """Train the splats and write them; skipped (returning the recorded figures) when done before
+    with the same config and SfM output. An interrupted run resumes from its checkpoint."""
+    inputs = {"sfm/undistorted": fingerprint(ws.path(UNDISTORTED))} if ws.path(UNDISTORTED).exists() else {}
+    if not force and ws.is_done("splats", cfg, inputs):
+        return ws.stage_record("splats")["figures"]
+    checkpoint = ws.path(CHECKPOINT)
+    with ws.run_stage("splats", cfg, inputs, tool_versions(*VERSIONS)) as run:
+        if force:
+            checkpoint.unlink(missing_ok=True)
+        views = load_training_views(ws, cfg.max_side)
+        backend = select_backend(cfg.device, cfg.strategy)
+        with progress_bar(f"splats ({backend.device})", total=cfg.steps) as advance:
+            shown = 0
+
+            def on_step(step: int, status: dict[str, Any]) -> None:
+                nonlocal shown
+                advance(step - shown, status=_status(status))
+                shown = step
+
+            result = train_splats(views, cfg, backend, checkpoint=checkpoint, on_step=on_step)
+        run.outputs = write_outputs(ws, views, result)
+        height, width = views.images[0].shape[:2]
+        gains = result.exposure.gains()
+        run.figures.update({
+            "psnr": round(result.evaluation.psnr, 3), "ssim": round(result.evaluation.ssim, 4),
+            "lpips": None,  # LPIPS needs downloaded network weights; none are used
+            "num_gaussians": result.num_gaussians, "steps": result.steps, "seconds": round(result.seconds, 1),
+            "resumed_from_step": result.resumed_from, "device": result.device, "strategy": result.strategy,
+            "train_resolution": [width, height], "train_views": len(views) - len(result.evaluation.renders),
+            "heldout_views": len(result.evaluation.renders),
+            "exposure_gain_range": [round(gains.min().item(), 3), round(gains.max().item(), 3)]})
+        with contextlib.suppress(FileNotFoundError):
+            checkpoint.unlink()
+    return run.figures
