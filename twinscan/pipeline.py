@@ -25,7 +25,7 @@ class CaptureOptions:
     device: str = "auto"
     force: bool = False
     max_frames: int | None = None
-    mapper: str = "global"
+    mapper: str = "incremental"
     marker_size: float | None = None
     marker_dict: str = "4x4_50"
     scale: float | None = None

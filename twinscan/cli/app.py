@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
+import os
+
+# numba's and torch's OpenMP workers spin-wait between parallel regions; on a 2-core machine the
+# spinning starves the other runtime (small torch ops ran 45x slower). Set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from enum import Enum  # noqa: E402
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -53,7 +59,7 @@ OutDir = Annotated[Path, typer.Option("--out", "-o", help="Capture workspace fol
 Workdir = Annotated[Path, typer.Argument(help="Capture workspace folder made by `twinscan frames` or `capture`.")]
 VideoArg = Annotated[Path, typer.Argument(help="Walkthrough video (mp4/mov/m4v, H.264 or HEVC) or a folder of images.")]
 MaxFrames = Annotated[Optional[int], typer.Option(help="Keep at most this many frames (default: the preset's).")]
-Mapper = Annotated[MapperChoice, typer.Option(help="global (GLOMAP, faster) or incremental (COLMAP's classic mapper).")]
+Mapper = Annotated[MapperChoice, typer.Option(help="incremental (default: fastest accurate one in benchmarks/bench_sfm.py) or global (GLOMAP).")]
 MarkerSize = Annotated[Optional[float], typer.Option(
     help="Side length in metres of a printed ArUco/AprilTag marker in the scene: gives metric scale.")]
 MarkerDict = Annotated[str, typer.Option(help="Marker dictionary, e.g. 4x4_50, 6x6_250, apriltag_36h11.")]
@@ -78,7 +84,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 @app.command()
 @user_errors
 def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
-            force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.global_,
+            force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.incremental,
             marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
             convex: Convex = False, usdz: Usdz = False, half: Half = False) -> None:
     """Run every stage: video -> frames -> camera poses -> ... -> twin.
@@ -110,7 +116,7 @@ def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previe
 
 @app.command()
 @user_errors
-def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapper = MapperChoice.global_,
+def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapper = MapperChoice.incremental,
         marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
         force: Force = False) -> None:
     """Find camera poses and sparse points (COLMAP), in metres with Z up and the floor at z = 0.

@@ -14,7 +14,7 @@ class FramesConfig:
     max_side: int = 1280  # longest side of the written JPEGs (never upscaled)
     jpeg_quality: int = 95
     score_side: int = 480  # longest side of the small grey image every frame is scored on (at most half the source)
-    # a window closes at this median feature displacement since the last kept frame (fraction of the diagonal)
+    # a window closes at this (80th percentile) feature displacement since the last kept frame (fraction of the diagonal)
     motion_step: float = 0.07
     window_start: float = 0.7  # ... and opens at this fraction of motion_step: closer is redundant
     blur_ratio: float = 0.5  # blurred: less sharp than this fraction of the recent typical sharpness

@@ -30,12 +30,17 @@ class TrackSnapshot:
     points: np.ndarray
 
 
+MOTION_PERCENTILE = 80
+
+
 class MotionTracker:
     """KLT features tracked frame to frame; motion is measured against an anchor frame.
 
     Each feature remembers where it was (or, for features found later, would have been) in the
-    anchor frame; motion is the median displacement from there as a fraction of the image
-    diagonal. Tracking every frame keeps the flow small, so fast pans stay measurable.
+    anchor frame; motion is the 80th percentile of the displacements from there, as a fraction of
+    the image diagonal: orbiting an object barely moves its centre while the view changes a lot,
+    so the features that move most tell the viewpoint change; hand shake moves all of them alike.
+    Tracking every frame keeps the flow small, so fast pans stay measurable.
     """
 
     def __init__(self, max_features: int = 100, min_features: int = 15) -> None:
@@ -78,7 +83,8 @@ class MotionTracker:
             return float("inf")
         if not len(self._points):
             return 0.0
-        return float(np.median(np.linalg.norm(self._points - self._anchors, axis=1))) / self._diagonal
+        return float(np.percentile(np.linalg.norm(self._points - self._anchors, axis=1), MOTION_PERCENTILE)) \
+            / self._diagonal
 
     def snapshot(self) -> TrackSnapshot:
         return TrackSnapshot(self._ids.copy(), self._points.copy())

@@ -1,0 +1,357 @@
+"""SfM stage: world-frame math on synthetic points, markers on rendered views, pycolmap on real and
+synthetic captures against ground truth (the capture tests skip when their data is absent)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pycolmap
+import pytest
+
+from twinscan.errors import TwinscanError
+from twinscan.presets import get_preset
+from twinscan.recon.sfm import SfmConfig, import_colmap, import_transforms, run_sfm
+from twinscan.recon.sfm.evaluate import pose_error
+from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
+from twinscan.recon.sfm.nerfstudio import read_transforms, write_transforms
+from twinscan.recon.sfm.reconstruct import loop_pairs
+from twinscan.recon.sfm.stage import PARTIAL_DIR, posed_cameras
+from twinscan.recon.sfm.world_frame import (Similarity, camera_up, fit_floor_plane, rotation_between,
+                                            world_from_raw)
+from twinscan.workspace import Workspace
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+FOUNTAIN = DATA / "fountain_p11"
+
+
+# ---- synthetic geometry helpers --------------------------------------------------------------
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q *= np.sign(np.diag(r))
+    return q if np.linalg.det(q) > 0 else -q
+
+
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """world_from_cam (OpenCV axes) of an upright camera at eye looking at target (world Z up)."""
+    forward = np.asarray(target, float) - eye
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, up)
+    right /= np.linalg.norm(right)
+    down = np.cross(forward, right)
+    world_from_cam = np.eye(4)
+    world_from_cam[:3, :3] = np.stack([right, down, forward], axis=1)
+    world_from_cam[:3, 3] = eye
+    return world_from_cam
+
+
+def orbit(n: int, radius: float, height: float, target=(0.0, 0.0, 0.3), arc: float = 2 * np.pi) -> np.ndarray:
+    angles = np.linspace(0, arc, n, endpoint=False)
+    return np.array([look_at(np.array([radius * np.cos(a), radius * np.sin(a), height]), target)
+                     for a in angles])
+
+
+def cell_points(rng: np.random.Generator) -> np.ndarray:
+    """A floor (z = 0) with a table top and two walls, as sparse SfM points in metres."""
+    floor = np.c_[rng.uniform(-3, 3, (1500, 2)), np.zeros(1500)]
+    table = np.c_[rng.uniform(-0.5, 0.5, (400, 2)), np.full(400, 0.8)]
+    wall_x = np.c_[np.full(1200, 3.0), rng.uniform(-3, 3, 1200), rng.uniform(0, 2.5, 1200)]
+    wall_y = np.c_[rng.uniform(-3, 3, 1200), np.full(1200, 3.0), rng.uniform(0, 2.5, 1200)]
+    return np.concatenate([floor, table, wall_x, wall_y]) + rng.normal(scale=0.004, size=(4300, 3))
+
+
+def transformed(similarity: Similarity, points: np.ndarray, world_from_cam: np.ndarray):
+    moved = world_from_cam.copy()
+    moved[:, :3, :3] = similarity.rotation @ world_from_cam[:, :3, :3]
+    moved[:, :3, 3] = similarity.apply(world_from_cam[:, :3, 3])
+    return similarity.apply(points), moved
+
+
+def angle_deg(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.degrees(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))))
+
+
+# ---- world frame ------------------------------------------------------------------------------
+def test_rotation_between_maps_a_onto_b_including_opposite_vectors():
+    rng = np.random.default_rng(0)
+    for a, b in [(rng.normal(size=3), rng.normal(size=3)), (np.array([0, 0, 1.0]), np.array([0, 0, -1.0]))]:
+        rotation = rotation_between(a, b)
+        assert np.allclose(rotation @ (a / np.linalg.norm(a)), b / np.linalg.norm(b), atol=1e-9)
+        assert np.allclose(rotation.T @ rotation, np.eye(3), atol=1e-9) and np.linalg.det(rotation) > 0
+
+
+def test_camera_up_ignores_pitch_and_survives_a_straight_walk():
+    pitched_down = orbit(12, radius=2.0, height=1.6, target=(0, 0, 0))  # all looking 38 deg down
+    assert angle_deg(camera_up(pitched_down), np.array([0, 0, 1.0])) < 1e-6
+    straight = np.array([look_at(np.array([x, -2.0, 1.5]), np.array([x, 0.0, 1.5])) for x in np.linspace(0, 3, 8)])
+    assert angle_deg(camera_up(straight), np.array([0, 0, 1.0])) < 1e-6  # x axes parallel: -y decides
+    rolled = pitched_down.copy()
+    rolled[:, :3, :3] = rolled[:, :3, :3] @ cv2.Rodrigues(np.array([0, 0, np.radians(3.0)]))[0]
+    assert angle_deg(camera_up(rolled), np.array([0, 0, 1.0])) < 3.0  # roll only tilts it by its size
+
+
+def test_floor_fit_prefers_the_floor_over_walls_and_a_table():
+    rng = np.random.default_rng(1)
+    points = cell_points(rng)
+    cameras = orbit(20, radius=2.0, height=1.5)
+    floor = fit_floor_plane(points, cameras[:, :3, 3], camera_up(cameras), threshold=0.02)
+    assert floor is not None
+    assert angle_deg(floor.normal, np.array([0, 0, 1.0])) < 0.3
+    assert abs(floor.offset) < 0.003
+    assert floor.inliers[:1500].mean() > 0.95 and floor.inliers[1500:].mean() < 0.05
+
+
+def test_world_from_raw_undoes_an_unknown_similarity():
+    rng = np.random.default_rng(2)
+    points, cameras = cell_points(rng), orbit(20, radius=2.0, height=1.5)
+    raw_from_world = Similarity(0.37, random_rotation(rng), rng.normal(size=3))
+    raw_points, raw_cameras = transformed(raw_from_world, points, cameras)
+    similarity, floor = world_from_raw(raw_points, raw_cameras, scale=1 / 0.37)
+    assert floor is not None
+    world_points, world_cameras = transformed(similarity, raw_points, raw_cameras)
+    assert np.abs(world_points[:1500, 2]).max() < 0.02  # the floor at z = 0 (noise 4 mm)
+    assert angle_deg(world_cameras[0, :3, 3] - world_cameras[10, :3, 3], cameras[0, :3, 3] - cameras[10, :3, 3]) < 90
+    assert np.allclose(world_cameras[:, 2, 3], 1.5, atol=0.01)  # heights above the floor are metric
+    assert np.allclose(np.linalg.norm(world_cameras[:, :2, 3], axis=1), 2.0, atol=0.01)  # centred, metric
+
+
+def test_world_from_raw_without_floor_falls_back_to_camera_up():
+    rng = np.random.default_rng(3)
+    walls = cell_points(rng)[1900:]
+    cameras = orbit(16, radius=2.0, height=1.5)
+    similarity, floor = world_from_raw(walls, cameras, scale=1.0)
+    assert floor is None
+    assert angle_deg(similarity.rotation @ camera_up(cameras), np.array([0, 0, 1.0])) < 1e-6
+
+
+# ---- markers ----------------------------------------------------------------------------------
+def render_marker_views(tmp_path: Path, side_m: float, cameras: np.ndarray, K: np.ndarray, size=(640, 480)):
+    """Images of a 4x4_50 marker (id 7) lying on z = 0, centred at the origin, by plane homography."""
+    marker_px, margin_px = 400, 100
+    texture = np.full((marker_px + 2 * margin_px,) * 2, 255, np.uint8)
+    dictionary = cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_4X4_50)
+    texture[margin_px:-margin_px, margin_px:-margin_px] = cv2.aruco.generateImageMarker(dictionary, 7, marker_px)
+    metres_per_px = side_m / marker_px
+    centre = texture.shape[0] / 2
+    world_from_texture = np.array([[metres_per_px, 0, -centre * metres_per_px],
+                                   [0, -metres_per_px, centre * metres_per_px], [0, 0, 1]])
+    names = []
+    for i, world_from_cam in enumerate(cameras):
+        cam_from_world = np.linalg.inv(world_from_cam)
+        image_from_plane = K @ cam_from_world[:3][:, [0, 1, 3]]
+        image = cv2.warpPerspective(texture, image_from_plane @ world_from_texture, size, flags=cv2.INTER_AREA,
+                                    borderValue=128)
+        names.append(f"{i:03d}.png")
+        cv2.imwrite(str(tmp_path / names[-1]), image)
+    half = side_m / 2
+    corners = np.array([[-half, half, 0], [half, half, 0], [half, -half, 0], [-half, -half, 0]])
+    return names, corners
+
+
+def posed_model(cameras: np.ndarray, K: np.ndarray, names: list[str], size, units_per_metre: float = 1.0):
+    model = pycolmap.Reconstruction()
+    model.add_camera_with_trivial_rig(pycolmap.Camera(model="PINHOLE", width=size[0], height=size[1],
+                                                      params=[K[0, 0], K[1, 1], K[0, 2] + 0.5, K[1, 2] + 0.5],
+                                                      camera_id=1))  # COLMAP pixel centres at +0.5
+    for image_id, (name, world_from_cam) in enumerate(zip(names, cameras), start=1):
+        scaled = world_from_cam.copy()
+        scaled[:3, 3] *= units_per_metre
+        model.add_image_with_trivial_frame(pycolmap.Image(name=name, camera_id=1, image_id=image_id),
+                                           pycolmap.Rigid3d(np.linalg.inv(scaled)[:3]))
+    return model
+
+
+def test_marker_corners_triangulate_to_the_printed_size(tmp_path):
+    K = np.array([[520.0, 0, 319.5], [0, 520.0, 239.5], [0, 0, 1]])
+    cameras = orbit(8, radius=1.2, height=1.0, target=(0, 0, 0), arc=np.pi)
+    names, corners_true = render_marker_views(tmp_path, 0.30, cameras, K)
+    detections = detect_markers(((name, tmp_path / name) for name in names), "4x4_50")
+    assert len(detections) == len(names) and all(set(found) == {7} for found in detections.values())
+    model = posed_model(cameras, K, names, (640, 480), units_per_metre=2.5)
+    markers = triangulate_markers(detections, model)
+    assert set(markers) == {7}
+    assert np.abs(markers[7] / 2.5 - corners_true).max() < 0.002  # corners within 2 mm
+    assert abs(metres_per_unit(markers, 0.30) * 2.5 - 1) < 0.005
+    assert np.allclose(side_lengths(corners_true), 0.30)
+
+
+# ---- matching, transforms.json, config ------------------------------------------------------
+def test_loop_pairs_reach_across_the_video_and_skip_sequential_neighbours():
+    pairs = loop_pairs(300, keyframes=30, overlap=10)
+    assert (0, 299) in pairs
+    assert all(b - a > 10 for a, b in pairs)
+    assert len(pairs) <= 30 * 29 // 2
+    assert loop_pairs(12, keyframes=40, overlap=20) == []
+
+
+def test_transforms_json_round_trips_poses_with_opengl_axes(tmp_path):
+    K = np.array([[500.0, 0, 320], [0, 505.0, 240], [0, 0, 1]])
+    cameras = orbit(5, radius=2.0, height=1.5)
+    model = pycolmap.Reconstruction()
+    model.add_camera_with_trivial_rig(pycolmap.Camera(model="OPENCV", width=640, height=480, camera_id=1,
+                                                      params=[500, 505, 320, 240, 0.01, -0.02, 0.001, 0.002]))
+    for image_id, world_from_cam in enumerate(cameras, start=1):
+        model.add_image_with_trivial_frame(pycolmap.Image(name=f"{image_id:03d}.jpg", camera_id=1, image_id=image_id),
+                                           pycolmap.Rigid3d(np.linalg.inv(world_from_cam)[:3]))
+    write_transforms(model, tmp_path / "transforms.json", image_prefix="frames/")
+    content = json.loads((tmp_path / "transforms.json").read_text())
+    assert content["camera_model"] == "OPENCV" and content["fl_y"] == 505 and content["k2"] == -0.02
+    c2w_gl = np.array(content["frames"][0]["transform_matrix"])
+    assert np.allclose(c2w_gl[:3, 2], -cameras[0][:3, 2])  # OpenGL cameras look down -z
+    assert np.allclose(c2w_gl[:3, 1], -cameras[0][:3, 1])  # and +y is up
+    camera, frames = read_transforms(tmp_path / "transforms.json")
+    assert camera["cx"] == 320 and frames[0][0] == "frames/001.jpg"
+    assert np.allclose(np.array([f[1] for f in frames]), cameras, atol=1e-9)
+
+
+def test_config_rejects_bad_options_with_a_fix():
+    with pytest.raises(TwinscanError, match="mapper"):
+        SfmConfig(mapper="magic")
+    with pytest.raises(TwinscanError, match="marker dictionary") as error:
+        SfmConfig(marker_size=0.3, marker_dict="5x5_7")
+    assert "4x4_50" in error.value.fix
+    with pytest.raises(TwinscanError):
+        SfmConfig(scale=-1.0)
+    cfg = SfmConfig.from_preset(get_preset("preview"), mapper="incremental", marker_size=0.3)
+    assert cfg.max_side == 640 and cfg.mapper == "incremental"
+
+
+# ---- pycolmap on real captures -----------------------------------------------------------------
+def workspace_from_images(out: Path, images: list[Path]) -> Workspace:
+    """A workspace as the frames stage leaves it: OUT/frames/ and OUT/frames.json."""
+    (out / "frames").mkdir(parents=True)
+    entries = []
+    for index, image in enumerate(images):
+        name = f"{index:06d}{image.suffix}"
+        shutil.copyfile(image, out / "frames" / name)
+        entries.append({"file": f"frames/{name}", "source_index": index, "time_s": float(index),
+                        "sharpness": 1.0, "motion": 0.0})
+    (out / "frames.json").write_text(json.dumps(entries))
+    return Workspace(out)
+
+
+def fountain_truth() -> np.ndarray:
+    frames = json.loads((FOUNTAIN / "poses.json").read_text())["frames"]
+    return np.array([frame["camera_to_world"] for frame in sorted(frames, key=lambda f: f["file_path"])])
+
+
+needs_fountain = pytest.mark.skipif(not FOUNTAIN.exists(), reason="shared/data/fountain_p11 is absent")
+
+
+@pytest.fixture(scope="module")
+def fountain_run(tmp_path_factory):
+    ws = workspace_from_images(tmp_path_factory.mktemp("fountain"), sorted((FOUNTAIN / "images").glob("*.jpg")))
+    cfg = SfmConfig(max_side=768, max_features=4096, mapper="incremental", overlap=3, loop_keyframes=11)
+    return ws, cfg, run_sfm(ws, cfg)
+
+
+@needs_fountain
+def test_fountain_poses_match_ground_truth(fountain_run):
+    ws, cfg, figures = fountain_run
+    assert figures["registered"] == 11 and figures["mean_reprojection_error_px"] < 1.0
+    model = pycolmap.Reconstruction(ws.path("sfm"))
+    error = pose_error(posed_cameras(model), fountain_truth())
+    assert error.relative_rmse < 0.005
+    assert error.rotation_max_deg < 1.0  # ~0.5: the principal point is held at the image centre
+    assert figures["scale"] == "arbitrary" and "arbitrary" in ws.stage_record("sfm")["warnings"][0]
+    assert ws.manifest()["world"]["scale_source"] == "none"
+    undistorted = ws.path("sfm/undistorted")
+    assert len(list((undistorted / "images").glob("*.jpg"))) == 11
+    assert pycolmap.Reconstruction(undistorted / "sparse").num_reg_images() == 11
+    assert run_sfm(ws, cfg) == figures  # done with the same inputs: skipped
+
+
+@needs_fountain
+def test_importers_reproduce_the_exported_poses(fountain_run, tmp_path):
+    ws, _, _ = fountain_run
+    model = pycolmap.Reconstruction(ws.path("sfm"))
+    from_transforms = Workspace(tmp_path / "from_transforms")
+    import_transforms(from_transforms, ws.path("transforms.json"))
+    imported = pycolmap.Reconstruction(from_transforms.path("sfm"))
+    assert np.allclose(posed_cameras(imported), posed_cameras(model), atol=1e-6)
+    assert json.loads(from_transforms.path("frames.json").read_text())[0]["file"] == "frames/000000.jpg"
+    from_colmap = Workspace(tmp_path / "from_colmap")
+    figures = import_colmap(from_colmap, ws.path("sfm"))
+    assert figures["registered"] == 11 and figures["scale"] == "arbitrary"
+    error = pose_error(posed_cameras(pycolmap.Reconstruction(from_colmap.path("sfm"))), posed_cameras(model))
+    assert error.relative_rmse < 1e-6 and error.rotation_max_deg < 1e-4  # a similarity apart at most
+
+
+@needs_fountain
+@pytest.mark.skipif(not (DATA / "sacre_coeur").exists(), reason="shared/data/sacre_coeur is absent")
+def test_too_few_registered_frames_fail_and_keep_the_partial_model(tmp_path):
+    unrelated = []  # other places, at the fountain's frame size (a video has one frame size)
+    for photo in sorted((DATA / "sacre_coeur" / "images").glob("*.jpg"))[:3]:
+        unrelated.append(tmp_path / photo.name)
+        cv2.imwrite(str(unrelated[-1]), cv2.resize(cv2.imread(str(photo)), (1536, 1024)))
+    ws = workspace_from_images(tmp_path / "mixed", sorted((FOUNTAIN / "images").glob("*.jpg"))[:5] + unrelated)
+    with pytest.raises(TwinscanError, match="registered") as error:
+        run_sfm(ws, SfmConfig(max_side=512, max_features=2048, mapper="incremental", min_registered=0.95))
+    assert "walk slower" in error.value.fix
+    assert pycolmap.Reconstruction(ws.path(PARTIAL_DIR)).num_reg_images() >= 3
+    assert not ws.path("sfm").exists() and ws.stage_record("sfm")["status"] == "failed"
+
+
+# ---- the acceptance of issue 4 on a synthetic walkthrough with exact ground truth ----------------
+needs_synth = pytest.mark.skipif(importlib.util.find_spec("twinscan.synth") is None, reason="twinscan.synth absent")
+
+
+def workspace_from_video(out: Path, video: Path) -> Workspace:
+    """Every frame of the video as OUT/frames/ + frames.json (source_index = video frame index)."""
+    (out / "frames").mkdir(parents=True)
+    entries = []
+    with av.open(str(video)) as container:
+        for index, frame in enumerate(container.decode(video=0)):
+            name = f"{index:06d}.jpg"
+            cv2.imwrite(str(out / "frames" / name), frame.to_ndarray(format="bgr24"), [cv2.IMWRITE_JPEG_QUALITY, 95])
+            entries.append({"file": f"frames/{name}", "source_index": index, "time_s": float(frame.time),
+                            "sharpness": 1.0, "motion": 0.0})
+    (out / "frames.json").write_text(json.dumps(entries))
+    return Workspace(out)
+
+
+@pytest.fixture(scope="module")
+def synthetic_run(tmp_path_factory):
+    from twinscan.synth import CaptureConfig, make_capture
+
+    root = tmp_path_factory.mktemp("synth")
+    truth = make_capture(CaptureConfig(width=640, height=360, fps=1.5, duration_s=20.0, seed=1), root / "capture")
+    ws = workspace_from_video(root / "ws", truth.video_path)
+    cfg = SfmConfig(max_side=640, max_features=2048, overlap=5, loop_keyframes=10,
+                    marker_size=truth.marker.size_m, marker_dict=truth.marker.dict_name)
+    return ws, truth, run_sfm(ws, cfg)
+
+
+@needs_synth
+def test_synthetic_walkthrough_meets_the_acceptance(synthetic_run):
+    ws, truth, figures = synthetic_run
+    assert figures["registered"] >= 0.95 * figures["total"] == 0.95 * truth.frame_count
+    model = pycolmap.Reconstruction(ws.path("sfm"))
+    names = sorted(image.name for image in model.images.values() if image.has_pose)
+    estimated = posed_cameras(model)
+    true = truth.world_from_cam[[int(Path(name).stem) for name in names]]
+    aligned = pose_error(estimated, true)
+    assert aligned.relative_rmse <= 0.01 and aligned.rotation_max_deg <= 0.5
+    # the world frame from the floor and the marker alone, no alignment to ground truth:
+    gt_from_estimated = pycolmap.estimate_sim3d(estimated[:, :3, 3], true[:, :3, 3])
+    assert abs(gt_from_estimated.scale - 1) <= 0.02
+    assert angle_deg(gt_from_estimated.rotation.matrix() @ [0, 0, 1.0], np.array([0, 0, 1.0])) <= 1.0
+    assert abs(np.mean(estimated[:, 2, 3] - true[:, 2, 3])) <= 0.03  # camera heights above the floor
+    assert figures["scale"] == "metric" and figures["scale_source"].startswith("markers 4x4_50")
+    assert ws.manifest()["world"]["world_from_colmap"]["scale"] == figures["world_from_colmap"]["scale"]
+
+
+@needs_synth
+def test_synthetic_transforms_json_matches_the_model(synthetic_run):
+    ws, truth, _ = synthetic_run
+    camera, frames = read_transforms(ws.path("transforms.json"))
+    model = pycolmap.Reconstruction(ws.path("sfm"))
+    assert (camera["w"], camera["h"]) == (truth.width, truth.height)
+    assert abs(camera["fl_x"] / truth.K[0, 0] - 1) < 0.01  # focal refined from the 1.2 * width prior
+    assert np.allclose(np.array([world_from_cam for _, world_from_cam in frames]), posed_cameras(model), atol=1e-9)
+    assert all((ws.root / file_path).exists() for file_path, _ in frames)

@@ -1,0 +1,63 @@
+"""What the SfM stage is asked to do: one frozen, validated config derived from a quality preset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from twinscan.errors import TwinscanError
+from twinscan.presets import Preset
+
+MAPPERS = ("global", "incremental")
+MATCHINGS = ("sequential", "exhaustive")
+
+
+def aruco_dictionary_id(name: str) -> int:
+    """OpenCV's id for a marker dictionary named like '4x4_50' or 'apriltag_36h11'."""
+    import cv2
+
+    value = getattr(cv2.aruco, f"DICT_{name.upper()}", None)
+    if value is None:
+        known = sorted(n[5:].lower() for n in dir(cv2.aruco) if n.startswith("DICT_"))
+        raise TwinscanError(f"unknown marker dictionary '{name}'", f"use one of: {', '.join(known)}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class SfmConfig:
+    max_side: int = 1280  # longest image side for feature extraction, pixels
+    max_features: int = 8192  # SIFT features per image
+    mapper: str = "incremental"  # or "global" (GLOMAP); the default is chosen in benchmarks/bench_sfm.py
+    matching: str = "sequential"  # "sequential" (video order + loop keyframes) or "exhaustive"
+    overlap: int = 10  # sequential matching: each frame is matched with this many next frames
+    loop_keyframes: int = 40  # frames spread over the video, matched all-to-all to close loops
+    focal_factor: float = 1.2  # focal length prior = factor * longest side when EXIF has none
+    marker_size: float | None = None  # side of the printed ArUco/AprilTag marker, metres
+    marker_dict: str = "4x4_50"
+    scale: float | None = None  # metres per reconstruction unit, when the user knows it
+    min_registered: float = 0.6  # fail below this fraction of registered frames
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mapper not in MAPPERS:
+            raise TwinscanError(f"unknown mapper '{self.mapper}'", f"use one of: {', '.join(MAPPERS)}")
+        if self.matching not in MATCHINGS:
+            raise TwinscanError(f"unknown matching '{self.matching}'", f"use one of: {', '.join(MATCHINGS)}")
+        if self.marker_size is not None and not self.marker_size > 0:
+            raise TwinscanError(f"--marker-size must be positive (got {self.marker_size})",
+                                "give the printed marker's black square side in metres, e.g. 0.30")
+        if self.scale is not None and not self.scale > 0:
+            raise TwinscanError(f"--scale must be positive (got {self.scale})",
+                                "give metres per reconstruction unit, e.g. 1.0")
+        if self.marker_size is not None and self.scale is not None:
+            raise TwinscanError("both --marker-size and --scale were given", "give only one scale source")
+        if not 0 < self.min_registered <= 1:
+            raise TwinscanError(f"min_registered must be in (0, 1] (got {self.min_registered})",
+                                "use a fraction such as 0.6")
+        if self.marker_size is not None:
+            aruco_dictionary_id(self.marker_dict)
+
+    @classmethod
+    def from_preset(cls, preset: Preset, **overrides: Any) -> SfmConfig:
+        base = cls(max_side=preset.max_side, max_features=4096 if preset.max_side <= 640 else 8192)
+        return replace(base, **overrides)

@@ -1,0 +1,108 @@
+"""Raw SfM with pycolmap, in-process: SIFT, matching suited to video, global or incremental mapping.
+
+Video frames come in order, so matching each frame with its next `overlap` frames finds nearly all
+overlapping pairs at linear cost. A walk that comes back to its start also needs pairs far apart in
+time; COLMAP finds those with a vocabulary tree, which cannot be downloaded here, so instead a
+sparse set of keyframes spread over the video is matched all-to-all (quadratic in keyframes only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from twinscan.recon.sfm.config import SfmConfig
+
+
+def loop_pairs(num_images: int, keyframes: int, overlap: int) -> list[tuple[int, int]]:
+    """Index pairs among ~`keyframes` evenly spread frames that sequential matching does not cover."""
+    picked = np.unique(np.linspace(0, num_images - 1, min(keyframes, num_images)).round().astype(int))
+    return [(int(a), int(b)) for i, a in enumerate(picked) for b in picked[i + 1:] if b - a > overlap]
+
+
+def _extract(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig) -> None:
+    import pycolmap
+
+    reader = pycolmap.ImageReaderOptions()
+    reader.camera_model = "OPENCV"
+    reader.default_focal_length_factor = cfg.focal_factor
+    extraction = pycolmap.FeatureExtractionOptions()
+    extraction.max_image_size = cfg.max_side
+    extraction.sift.max_num_features = cfg.max_features
+    extraction.use_gpu = pycolmap.has_cuda
+    pycolmap.extract_features(database, image_dir, image_names=names, camera_mode=pycolmap.CameraMode.SINGLE,
+                              reader_options=reader, extraction_options=extraction)
+
+
+def _match(database: Path, names: list[str], cfg: SfmConfig, work: Path) -> None:
+    import pycolmap
+
+    matching = pycolmap.FeatureMatchingOptions()
+    matching.use_gpu = pycolmap.has_cuda
+    if cfg.matching == "exhaustive":
+        pycolmap.match_exhaustive(database, matching_options=matching)
+        return
+    sequential = pycolmap.SequentialPairingOptions()
+    sequential.overlap = cfg.overlap
+    sequential.quadratic_overlap = True
+    pycolmap.match_sequential(database, matching_options=matching, pairing_options=sequential)
+    pairs = loop_pairs(len(names), cfg.loop_keyframes, cfg.overlap)
+    if pairs:
+        ordered = sorted(names)  # COLMAP's sequential order is by name; frame names sort in time
+        pairs_file = work / "loop_pairs.txt"
+        pairs_file.write_text("".join(f"{ordered[a]} {ordered[b]}\n" for a, b in pairs))
+        imported = pycolmap.ImportedPairingOptions()
+        imported.match_list_path = str(pairs_file)
+        pycolmap.match_image_pairs(database, matching_options=matching, pairing_options=imported)
+
+
+def _map(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) -> dict:
+    import pycolmap
+
+    models = work / "models"
+    models.mkdir(exist_ok=True)
+    if cfg.mapper == "incremental":
+        options = pycolmap.IncrementalPipelineOptions()
+    else:
+        options = pycolmap.GlobalPipelineOptions()
+    options.random_seed = cfg.seed
+    run = pycolmap.incremental_mapping if cfg.mapper == "incremental" else pycolmap.global_mapping
+    return run(database, image_dir, models, options=options)
+
+
+def reconstruct(image_dir: Path, names: list[str], work: Path, cfg: SfmConfig,
+                advance: Callable[..., None] = lambda n=1, status=None: None):
+    """The largest model pycolmap finds for these images (None when it finds none).
+
+    `work` receives the database and the raw models; `advance` reports three steps.
+    """
+    import pycolmap
+
+    pycolmap.logging.minloglevel = pycolmap.logging.ERROR  # COLMAP's INFO lines would bury the progress bars
+    pycolmap.set_random_seed(cfg.seed)
+    database = work / "database.db"
+    _extract(database, image_dir, names, cfg)
+    advance(1, status="features extracted")
+    _match(database, names, cfg, work)
+    advance(1, status="matched")
+    models = _map(database, image_dir, work, cfg)
+    advance(1, status=f"{cfg.mapper} mapping done")
+    if not models:
+        return None
+    return max(models.values(), key=lambda model: model.num_reg_images())
+
+
+def model_figures(model, total: int) -> dict[str, float | int]:
+    """Registration and accuracy figures recorded in the manifest."""
+    camera = next(iter(model.cameras.values()))
+    return {
+        "registered": model.num_reg_images(),
+        "total": total,
+        "registered_fraction": round(model.num_reg_images() / total, 4),
+        "points3d": model.num_points3D(),
+        "mean_reprojection_error_px": round(model.compute_mean_reprojection_error(), 4),
+        "mean_track_length": round(model.compute_mean_track_length(), 3),
+        "focal_px": round(float(camera.mean_focal_length()), 2),
+    }

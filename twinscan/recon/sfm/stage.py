@@ -1,0 +1,149 @@
+"""The `sfm` stage: OUT/frames.json + OUT/frames/ in; OUT/sfm/ (aligned model), OUT/transforms.json out.
+
+OUT/sfm/ holds the aligned COLMAP model (binary) and OUT/sfm/undistorted/ the undistorted images
+(`images/`) with their PINHOLE model (`sparse/`), both in the twin's world frame, for training.
+A run that registers too few frames leaves its partial model in OUT/sfm.incomplete/ instead.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twinscan.atomic import atomic_dir
+from twinscan.errors import TwinscanError
+from twinscan.progress import progress_bar
+from twinscan.recon.sfm.config import SfmConfig
+from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
+from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transforms
+from twinscan.recon.sfm.reconstruct import model_figures, reconstruct
+from twinscan.recon.sfm.world_frame import Similarity, camera_up, world_from_raw
+from twinscan.workspace import Workspace, fingerprint, tool_versions
+
+FRAMES_DIR = "frames"
+MODEL_DIR = "sfm"
+PARTIAL_DIR = "sfm.incomplete"
+TRANSFORMS = "transforms.json"
+VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
+
+
+def frame_names(ws: Workspace) -> list[str]:
+    """Image names (relative to OUT/frames/) listed in OUT/frames.json, checked to exist."""
+    path = ws.path("frames.json")
+    if not path.exists():
+        raise TwinscanError(f"{path} does not exist", "run `twinscan frames VIDEO -o OUT` first")
+    try:
+        entries = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise TwinscanError(f"{path} is not valid JSON ({error.msg})", "run `twinscan frames` again") from error
+    names = [Path(entry["file"]).relative_to(FRAMES_DIR).as_posix() for entry in entries]
+    missing = [name for name in names if not ws.path(FRAMES_DIR).joinpath(name).exists()]
+    if missing:
+        raise TwinscanError(f"{len(missing)} frames listed in frames.json are missing (e.g. {missing[0]})",
+                            "run `twinscan frames` again with --force")
+    if len(names) < 3:
+        raise TwinscanError(f"only {len(names)} frames to reconstruct from", "extract more frames (--max-frames)")
+    return names
+
+
+def posed_cameras(model) -> np.ndarray:
+    """(N, 4, 4) world_from_cam of the registered images, in name order."""
+    images = sorted((image for image in model.images.values() if image.has_pose), key=lambda im: im.name)
+    return np.array([world_from_cam_matrix(image) for image in images])
+
+
+def metric_scale(model, image_dir: Path, cfg: SfmConfig) -> tuple[float | None, str, dict[str, Any]]:
+    """(metres per model unit or None, scale source, figures) from --scale or the markers."""
+    if cfg.scale is not None:
+        return cfg.scale, "user scale", {}
+    if cfg.marker_size is None:
+        return None, "none", {}
+    names = [image.name for image in model.images.values() if image.has_pose]
+    detections = detect_markers(((name, image_dir / name) for name in names), cfg.marker_dict)
+    markers = triangulate_markers(detections, model)
+    figures: dict[str, Any] = {"marker_frames": len(detections), "markers_triangulated": len(markers)}
+    if not markers:
+        return None, "none", figures
+    scale = metres_per_unit(markers, cfg.marker_size)
+    sides = np.concatenate([side_lengths(corners) for corners in markers.values()]) * scale
+    figures["marker_side_spread_m"] = round(float(sides.std()), 5)
+    return scale, f"markers {cfg.marker_dict} ({len(markers)} triangulated)", figures
+
+
+def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[Similarity, dict[str, Any], list[str]]:
+    """Apply the twin-frame similarity to `model` in place; return it, figures and warnings."""
+    import pycolmap
+
+    scale, source, figures = metric_scale(model, image_dir, cfg)
+    warnings = []
+    if scale is None:
+        warnings.append("no scale source (give --marker-size with a marker in view, or --scale): "
+                        "the twin's scale is arbitrary" + (", no marker was found" if cfg.marker_size else ""))
+    world_from_cam = posed_cameras(model)
+    points = np.array([point.xyz for point in model.points3D.values()])
+    similarity, floor = world_from_raw(points, world_from_cam, scale or 1.0, seed=cfg.seed)
+    if floor is None:
+        warnings.append("no floor plane found among the sparse points: up is the cameras' mean up, "
+                        "z = 0 is at the lowest points; film more of the floor")
+    model.transform(pycolmap.Sim3d(similarity.scale, pycolmap.Rotation3d(similarity.rotation),
+                                   similarity.translation))
+    up_gap = np.degrees(np.arccos(np.clip(similarity.rotation @ camera_up(world_from_cam) @ [0, 0, 1], -1, 1)))
+    figures.update({"scale": "metric" if scale is not None else "arbitrary", "scale_source": source,
+                    "floor_found": floor is not None,
+                    "floor_points": int(floor.inliers.sum()) if floor is not None else 0,
+                    "camera_up_vs_floor_deg": round(float(up_gap), 2),
+                    "world_from_colmap": similarity.to_json()})
+    return similarity, figures, warnings
+
+
+def write_outputs(ws: Workspace, model, image_dir: Path) -> list[str]:
+    """OUT/sfm/ (model + undistorted images) and OUT/transforms.json, each complete or absent."""
+    import pycolmap
+
+    with atomic_dir(ws.path(MODEL_DIR)) as tmp:
+        model.write(tmp)
+        pycolmap.logging.minloglevel = pycolmap.logging.ERROR
+        pycolmap.undistort_images(tmp / "undistorted", tmp, image_dir)
+    write_transforms(model, ws.path(TRANSFORMS), image_prefix=f"{FRAMES_DIR}/")
+    return [MODEL_DIR, TRANSFORMS]
+
+
+def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any]:
+    """Reconstruct, check registration, align to the twin frame, write the outputs; return figures.
+
+    Skipped (returning the recorded figures) when done before with the same config and frames.
+    """
+    names = frame_names(ws)
+    image_dir = ws.path(FRAMES_DIR)
+    inputs = {"frames.json": fingerprint(ws.path("frames.json")), "frames": fingerprint(image_dir)}
+    if not force and ws.is_done("sfm", cfg, inputs):
+        return ws.stage_record("sfm")["figures"]
+    with ws.run_stage("sfm", cfg, inputs, tool_versions(*VERSIONS)) as run, \
+            progress_bar("sfm", total=5) as advance, \
+            tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work-") as work:
+        model = reconstruct(image_dir, names, Path(work), cfg, advance)
+        if model is None:
+            raise TwinscanError(f"no reconstruction from {len(names)} frames: too few features matched",
+                                "walk slower, avoid blank walls, add light, or film more texture")
+        run.figures.update(model_figures(model, len(names)) | {"mapper": cfg.mapper, "matching": cfg.matching})
+        if model.num_reg_images() < cfg.min_registered * len(names):
+            with atomic_dir(ws.path(PARTIAL_DIR)) as tmp:
+                model.write(tmp)
+            raise TwinscanError(
+                f"only {model.num_reg_images()}/{len(names)} frames registered "
+                f"(below {cfg.min_registered:.0%}); partial model kept in {ws.path(PARTIAL_DIR)}",
+                "walk slower, avoid blank walls, add light, keep textured things in view")
+        _, world_figures, warnings = align_to_world(model, image_dir, cfg)
+        advance(1, status="aligned to the world frame")
+        run.figures.update(world_figures)
+        run.warnings.extend(warnings)
+        ws.set_info("world", {key: world_figures[key] for key in ("world_from_colmap", "scale_source", "scale")})
+        run.outputs.extend(write_outputs(ws, model, image_dir))
+        shutil.rmtree(ws.path(PARTIAL_DIR), ignore_errors=True)  # a failed earlier try's leftovers
+        advance(1, status="written")
+    return run.figures

@@ -1,0 +1,163 @@
+"""The twin's world frame from a raw SfM model: Z up, floor at z = 0, metres (pure numpy).
+
+Gravity comes from the floor: the largest plane among the sparse points whose normal is close to
+the cameras' up vector (a phone is held upright: OpenCV's x camera axis is level, -y points up)
+and which lies below the cameras. The camera vote alone is only good to a few degrees; the floor
+plane fit is what makes the up axis accurate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Similarity:
+    """new = scale * rotation @ old + translation."""
+
+    scale: float
+    rotation: np.ndarray  # (3, 3)
+    translation: np.ndarray  # (3,)
+
+    def apply(self, points: np.ndarray) -> np.ndarray:
+        return self.scale * points @ self.rotation.T + self.translation
+
+    def to_json(self) -> dict[str, object]:
+        return {"rotation": self.rotation.tolist(), "translation": self.translation.tolist(),
+                "scale": float(self.scale)}
+
+
+@dataclass(frozen=True)
+class FloorPlane:
+    """Points x with normal . x + offset = 0; the normal points up (towards the cameras)."""
+
+    normal: np.ndarray
+    offset: float
+    inliers: np.ndarray  # boolean mask over the points it was fitted to
+
+
+def camera_up(world_from_cam: np.ndarray, prior_weight: float = 0.05) -> np.ndarray:
+    """Up direction from upright OpenCV cameras.
+
+    Without roll a camera's x axis is horizontal whatever its pitch, so up is the direction most
+    perpendicular to all x axes. When those are nearly parallel (a straight walk) that leaves a
+    circle of candidates, and the mean -y axis (biased by pitch, but never degenerate) picks one.
+    """
+    right = world_from_cam[:, :3, 0]
+    mean_up = -world_from_cam[:, :3, 1].mean(axis=0)
+    mean_up /= np.linalg.norm(mean_up)
+    cost = right.T @ right / len(right) + prior_weight * (np.eye(3) - np.outer(mean_up, mean_up))
+    up = np.linalg.eigh(cost)[1][:, 0]
+    return up if up @ mean_up > 0 else -up
+
+
+def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The smallest rotation R with R @ a = b (unit vectors)."""
+    a = a / np.linalg.norm(a)
+    b = b / np.linalg.norm(b)
+    axis = np.cross(a, b)
+    sin, cos = np.linalg.norm(axis), float(a @ b)
+    if sin < 1e-12:
+        if cos > 0:
+            return np.eye(3)
+        perpendicular = np.cross(a, np.eye(3)[np.argmin(np.abs(a))])
+        perpendicular /= np.linalg.norm(perpendicular)
+        return 2 * np.outer(perpendicular, perpendicular) - np.eye(3)
+    k = axis / sin
+    skew = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + sin * skew + (1 - cos) * skew @ skew
+
+
+def _plane_through(points: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares plane (unit normal, offset) through points."""
+    centroid = points.mean(axis=0)
+    normal = np.linalg.svd(points - centroid)[2][-1]
+    return normal, -float(normal @ centroid)
+
+
+def covers_area(points: np.ndarray, min_fill: float = 0.4, cells: int = 10) -> bool:
+    """Whether points on a plane cover an area rather than lines: the fraction of occupied cells of
+    a cells x cells grid over their (2-98 percentile) extent along their two principal directions.
+
+    A near-horizontal plane cutting through textured walls collects many inliers along lines;
+    a floor's inliers fill a region (a ring around a robot still fills about half the grid).
+    """
+    if len(points) < cells:
+        return False
+    centred = points - points.mean(axis=0)
+    in_plane = centred @ np.linalg.svd(centred, full_matrices=False)[2][:2].T
+    low, high = np.percentile(in_plane, [2, 98], axis=0)
+    index = np.floor((in_plane - low) / np.maximum(high - low, 1e-12) * cells).astype(int)
+    inside = ((index >= 0) & (index < cells)).all(axis=1)
+    occupied = np.unique(index[inside, 0] * cells + index[inside, 1])
+    return len(occupied) >= min_fill * cells * cells
+
+
+def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarray, threshold: float,
+                    max_tilt_deg: float = 15.0, min_inliers: int = 30, min_fill: float = 0.4,
+                    iterations: int = 2000, seed: int = 0) -> FloorPlane | None:
+    """RANSAC for the floor: a plane within max_tilt_deg of `up`, below the cameras, whose inliers
+    cover an area (see `covers_area`), scored by its inliers minus the points below it (a plane
+    slicing through walls or furniture has many points under it, the floor has none)."""
+    if len(points) < 3:
+        return None
+    rng = np.random.default_rng(seed)
+    min_cos = np.cos(np.radians(max_tilt_deg))
+    camera_median = np.median(camera_centers, axis=0)
+    best: np.ndarray | None = None
+    best_score = -np.inf
+    for _ in range(iterations):
+        sample = points[rng.choice(len(points), 3, replace=False)]
+        normal = np.cross(sample[1] - sample[0], sample[2] - sample[0])
+        length = np.linalg.norm(normal)
+        if length < 1e-12:
+            continue
+        normal /= length
+        if normal @ up < 0:
+            normal = -normal
+        if normal @ up < min_cos:
+            continue
+        offset = -float(normal @ sample[0])
+        if normal @ camera_median + offset <= 0:
+            continue  # a ceiling or a plane above the cameras
+        height = points @ normal + offset
+        inliers = np.abs(height) < threshold
+        score = inliers.sum() - (height < -threshold).sum()  # nothing should lie under the floor
+        if score > best_score and covers_area(points[inliers], min_fill):
+            best, best_score = inliers, score
+    if best is None or best.sum() < min_inliers:
+        return None
+    for _ in range(3):  # refit on the inliers, re-select
+        normal, offset = _plane_through(points[best])
+        if normal @ up < 0:
+            normal, offset = -normal, -offset
+        best = np.abs(points @ normal + offset) < threshold
+    return FloorPlane(normal=normal, offset=offset, inliers=best)
+
+
+def floor_threshold(points: np.ndarray, camera_centers: np.ndarray, fraction: float = 0.01) -> float:
+    """Inlier distance for the floor fit: a fraction of the scene's size (raw SfM units are arbitrary)."""
+    return fraction * float(np.median(np.linalg.norm(points - camera_centers.mean(axis=0), axis=1)))
+
+
+def world_from_raw(points: np.ndarray, world_from_cam: np.ndarray, scale: float,
+                   seed: int = 0) -> tuple[Similarity, FloorPlane | None]:
+    """The similarity to the twin frame: floor normal (or camera up) to +Z, floor at z = 0,
+    the cameras' centroid above the origin, lengths times `scale`.
+
+    Without a floor, z = 0 is put at the 2nd percentile of the points' heights.
+    """
+    centers = world_from_cam[:, :3, 3]
+    up = camera_up(world_from_cam)
+    floor = fit_floor_plane(points, centers, up, floor_threshold(points, centers), seed=seed)
+    normal = floor.normal if floor is not None else up
+    rotation = rotation_between(normal, np.array([0.0, 0.0, 1.0]))
+    centroid = centers.mean(axis=0)
+    if floor is not None:
+        height = normal @ centroid + floor.offset
+    else:
+        height = normal @ centroid - np.percentile(points @ normal, 2)
+    origin = centroid - height * normal
+    return Similarity(scale, rotation, -scale * rotation @ origin), floor
