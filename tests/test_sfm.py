@@ -15,6 +15,7 @@ import pycolmap
 import pytest
 
 from twinscan.errors import TwinscanError
+from twinscan.meshing.raycast import look_at
 from twinscan.presets import get_preset
 from twinscan.recon.sfm import SfmConfig, import_colmap, import_transforms, run_sfm
 from twinscan.recon.sfm.evaluate import pose_error
@@ -35,19 +36,6 @@ def random_rotation(rng: np.random.Generator) -> np.ndarray:
     q, r = np.linalg.qr(rng.normal(size=(3, 3)))
     q *= np.sign(np.diag(r))
     return q if np.linalg.det(q) > 0 else -q
-
-
-def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """world_from_cam (OpenCV axes) of an upright camera at eye looking at target (world Z up)."""
-    forward = np.asarray(target, float) - eye
-    forward /= np.linalg.norm(forward)
-    right = np.cross(forward, up)
-    right /= np.linalg.norm(right)
-    down = np.cross(forward, right)
-    world_from_cam = np.eye(4)
-    world_from_cam[:3, :3] = np.stack([right, down, forward], axis=1)
-    world_from_cam[:3, 3] = eye
-    return world_from_cam
 
 
 def orbit(n: int, radius: float, height: float, target=(0.0, 0.0, 0.3), arc: float = 2 * np.pi) -> np.ndarray:

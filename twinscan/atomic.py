@@ -30,14 +30,10 @@ def _raise_for_os_error(error: OSError, path: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path to write; on success it replaces `path`, on failure it is removed."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temporary_sibling(path)
+def _removed_on_failure(tmp: Path, path: Path) -> Iterator[None]:
+    """Remove `tmp` when the body fails; a full disk becomes a TwinscanError that says so."""
     try:
-        yield tmp
-        os.replace(tmp, path)
+        yield
     except OSError as error:
         _remove(tmp)
         _raise_for_os_error(error, path)
@@ -47,13 +43,24 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path to write; on success it replaces `path`, on failure it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary_sibling(path)
+    with _removed_on_failure(tmp, path):
+        yield tmp
+        os.replace(tmp, path)
+
+
+@contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a fresh temporary folder; on success it replaces the folder `path` as a whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary_sibling(path)
     tmp.mkdir()
-    try:
+    with _removed_on_failure(tmp, path):
         yield tmp
         if path.exists():
             old = _temporary_sibling(path)
@@ -62,12 +69,6 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             _remove(old)
         else:
             os.replace(tmp, path)
-    except OSError as error:
-        _remove(tmp)
-        _raise_for_os_error(error, path)
-    except BaseException:
-        _remove(tmp)
-        raise
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
