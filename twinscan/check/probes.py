@@ -35,11 +35,22 @@ class ProbeSite:
     surface_z: float  # where the probe's bottom must come to rest
 
 
+def floor_extent(mesh: trimesh.Trimesh, floor_z: float = 0.0, tolerance: float = 0.03) -> np.ndarray | None:
+    """(2, 2) xy bounds of the upward faces lying at floor height: the captured floor area that probes
+    cover. Collider fragments beyond it make no claim that there is floor under them."""
+    near = np.abs(mesh.vertices[:, 2] - floor_z) <= tolerance
+    on_floor = near[mesh.faces].all(axis=1) & (mesh.face_normals[:, 2] > 0.9)
+    if not on_floor.any():
+        return None
+    corners = mesh.vertices[mesh.faces[on_floor]].reshape(-1, 3)[:, :2]
+    return np.stack([corners.min(axis=0), corners.max(axis=0)])
+
+
 def height_map(mesh: trimesh.Trimesh, bounds_xy: np.ndarray, cell: float, max_cells: int = 1_000_000) -> HeightMap:
     """Cast one ray straight down per cell centre, from above the highest collider."""
     span = bounds_xy[1] - bounds_xy[0]
     cell = max(cell, float(np.sqrt(span[0] * span[1] / max_cells)))
-    cols, rows = np.maximum(1, np.ceil(span / cell).astype(int))
+    cols, rows = np.maximum(1, np.floor(span / cell).astype(int))  # every cell centre inside the bounds
     o3d = open3d()
     scene = o3d.t.geometry.RaycastingScene()
     scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from twinscan.check.config import CheckConfig
 from twinscan.check.physics import drop_probes, newton
-from twinscan.check.probes import height_map, plan_probe_sites
+from twinscan.check.probes import floor_extent, height_map, plan_probe_sites
 from twinscan.check.report import CheckReport, classify_rest
 from twinscan.check.validate import validate_stage
 from twinscan.usd_export import open_stage
@@ -28,7 +28,9 @@ def check_twin(usd_path: str | Path, config: CheckConfig = CheckConfig()) -> Che
                          config.probe_size_m)
     mesh = validation.collision_mesh()
     if mesh is not None and len(mesh.faces):
-        report.height_map = height_map(mesh, validation.collider_bounds[:, :2], config.height_map_cell_m)
+        floor = floor_extent(mesh, tolerance=config.rest_tolerance_m)
+        area = floor if floor is not None else validation.collider_bounds[:, :2]
+        report.height_map = height_map(mesh, area, config.height_map_cell_m)
     units_sound = validation.units.meters_per_unit == 1.0 and validation.units.up_axis == "Z"
     if not config.physics:
         report.physics_note = "not asked for"

@@ -14,7 +14,7 @@ import trimesh
 from twinscan.errors import TwinscanError
 from twinscan.meshing import cleanup, collision, fusion, texture
 from twinscan.meshing.config import MeshConfig
-from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, floor_slab
+from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, floor_slab, with_walkway
 from twinscan.meshing.views import DepthViews
 
 
@@ -63,6 +63,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     if floor is None:
         warnings.append(f"no floor plane found within {cfg.floor_band} m of z = 0: no floor collider")
     else:
+        floor = with_walkway(floor, views.world_from_cam, cfg.walkway_margin)
         is_floor = floor_faces(surface, floor.height, 1.5 * voxel)
         surface = flatten_floor(surface, is_floor)
         figures.update(floor_height_m=round(floor.height, 4), floor_tilt_deg=round(floor.tilt_deg, 2),

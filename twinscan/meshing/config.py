@@ -27,6 +27,7 @@ class MeshConfig:
     max_floater_voxels: float = 2500.0  # floating components up to this area (voxel faces) go
     hole_perimeter: float = 0.30  # metres: holes with a shorter boundary are filled
     floor_band: float = 0.10  # metres: the floor is searched for within |z| <= band
+    walkway_margin: float = 0.5  # metres of floor collider beyond the camera path (the walker stood there)
     floor_max_tilt_deg: float = 10.0
     floor_slab_thickness: float = 0.05  # metres: the floor collider is a box from -thickness to z = 0
     collision_faces: int = 50_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import trimesh
@@ -40,8 +40,23 @@ def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distan
     points = mesh.triangles_center[candidates][inliers]
     centre = points.mean(axis=0)
     height = float(-(normal[0] * centre[0] + normal[1] * centre[1] + offset) / normal[2])
-    area = float(mesh.area_faces[floor_faces(mesh, height, distance)].sum())
-    return Floor(height, tilt, np.stack([points[:, :2].min(0), points[:, :2].max(0)]), area)
+    on_floor = floor_faces(mesh, height, distance)
+    area = float(mesh.area_faces[on_floor].sum())
+    # The floor's extent from every face lying on it (RANSAC's inliers are a noisy subset), trimmed of
+    # the farthest 1 % each way so a stray face does not stretch the collider into free space.
+    near_floor = _upward(mesh, max_tilt_deg) & (np.abs(mesh.triangles_center[:, 2] - height) <= band)
+    centres = np.concatenate([mesh.triangles_center[on_floor | near_floor], points])
+    lower, upper = np.percentile(centres[:, :2], [1, 99], axis=0)
+    return Floor(height, tilt, np.stack([lower, upper]), area)
+
+
+def with_walkway(floor: Floor, world_from_cam: np.ndarray, margin: float) -> Floor:
+    """The floor extended under the camera path (plus `margin`): whoever filmed walked on it there,
+    even where the cameras, looking ahead, never saw it."""
+    path = world_from_cam[:, :2, 3]
+    lower = np.minimum(floor.bounds_xy[0], path.min(axis=0) - margin)
+    upper = np.maximum(floor.bounds_xy[1], path.max(axis=0) + margin)
+    return replace(floor, bounds_xy=np.stack([lower, upper]))
 
 
 def floor_faces(mesh: trimesh.Trimesh, height: float, distance: float) -> np.ndarray:
