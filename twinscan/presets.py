@@ -18,7 +18,7 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    "preview": Preset("preview", max_frames=60, max_side=640, splat_steps=1500, max_gaussians=100_000, mesh_faces=20_000),
+    "preview": Preset("preview", max_frames=60, max_side=640, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000),
     "standard": Preset("standard", max_frames=200, max_side=1280, splat_steps=15_000, max_gaussians=1_000_000, mesh_faces=50_000),
     "high": Preset("high", max_frames=400, max_side=1920, splat_steps=30_000, max_gaussians=3_000_000, mesh_faces=200_000),
 }
