@@ -118,11 +118,28 @@ def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previe
 @user_errors
 def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapper = MapperChoice.incremental,
         marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
-        force: Force = False) -> None:
+        force: Force = False,
+        from_colmap: Annotated[Optional[Path], typer.Option(
+            help="Adopt an existing COLMAP model folder instead of reconstructing.")] = None,
+        from_transforms: Annotated[Optional[Path], typer.Option(
+            help="Adopt poses from a nerfstudio/Polycam/Record3D transforms.json instead of reconstructing.")] = None,
+        ) -> None:
     """Find camera poses and sparse points (COLMAP), in metres with Z up and the floor at z = 0.
 
     Example: twinscan sfm cell_twin --marker-size 0.30 --marker-dict 4x4_50
+             twinscan sfm cell_twin --from-colmap colmap/sparse/0
     """
+    if from_colmap is not None or from_transforms is not None:
+        from twinscan.recon.sfm import import_colmap, import_transforms
+
+        ws = Workspace(workdir)
+        with ws.locked():
+            if from_colmap is not None:
+                import_colmap(ws, from_colmap)
+            else:
+                import_transforms(ws, from_transforms)
+        print_workspace_info(ws, only="sfm")
+        return
     options = CaptureOptions(quality=quality.value, mapper=mapper.value, marker_size=marker_size,
                              marker_dict=marker_dict, scale=scale, force=force)
     run_sfm_stage(Workspace(workdir), options)
