@@ -16,10 +16,9 @@ from scipy.ndimage import gaussian_filter
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
 from twinscan.presets import get_preset
-from twinscan.recon.raster import rasterize
+from twinscan.recon.raster import cuda_available, rasterize
 from twinscan.recon.splats import (SplatsConfig, TrainingViews, evaluate, run_splats, select_backend,
                                    train_splats)
-from twinscan.recon.splats.backend import gsplat_cuda_ready
 from twinscan.recon.splats.metrics import ssim
 from twinscan.recon.splats.params import gaussians_from_params, init_params
 from twinscan.workspace import Workspace
@@ -173,7 +172,7 @@ def test_ssim_matches_a_direct_evaluation_of_its_definition() -> None:
 
 
 def test_backend_choice_refuses_what_the_machine_cannot_do() -> None:
-    if not gsplat_cuda_ready():
+    if not cuda_available():
         with pytest.raises(TwinscanError, match="CUDA"):
             select_backend("cuda")
         assert select_backend("auto").device == "cpu"
@@ -239,7 +238,7 @@ def test_stage_without_sfm_output_says_what_to_run(tmp_path: Path) -> None:
         run_splats(Workspace(tmp_path), _config())
 
 
-@pytest.mark.skipif(not gsplat_cuda_ready(), reason="needs a CUDA GPU with gsplat's kernels")
+@pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU with gsplat's kernels")
 def test_cuda_mcmc_training_learns_the_known_scene(scene) -> None:
     result = train_splats(scene, _config(device="cuda", max_gaussians=2000), select_backend("cuda"))
     assert result.device == "cuda" and result.strategy == "mcmc"

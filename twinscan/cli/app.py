@@ -190,14 +190,14 @@ def usd(workdir: Workdir,
     if from_ply is None:
         if mesh is not None:
             raise TwinscanError("--mesh only goes with --from-ply", "drop --mesh, or add --from-ply FILE.ply")
-        run_usd_stage(Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force))
+        run_usd_stage(Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force))  # validates
         written = workdir / "twin.usda"
     else:
         with Workspace(workdir).locked():
             written = package_from_ply(from_ply, workdir / "twin.usda", mesh_path=mesh,
                                        options=ExportOptions(half_precision=half, usdz=usdz))
-    for line in validation_errors(written):
-        console.print(f"[red]validation[/] {line}", highlight=False)
+        for line in validation_errors(written):
+            console.print(f"[red]validation[/] {line}", highlight=False)
     print_usd_summary(written)
 
 

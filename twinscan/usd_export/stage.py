@@ -92,9 +92,9 @@ def _load_visual(mesh_dir: Path) -> tuple[trimesh.Trimesh | None, Path | None]:
     obj = mesh_dir / "visual.obj"
     if obj.exists():
         mesh = trimesh.load(obj, force="mesh", process=False)
-        image = getattr(mesh.visual, "material", None)
+        material = getattr(mesh.visual, "material", None)
         textures = sorted(p for p in mesh_dir.glob("*") if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
-        if getattr(mesh.visual, "uv", None) is not None and textures and image is not None:
+        if getattr(mesh.visual, "uv", None) is not None and textures and material is not None:
             return mesh, textures[0]
     return _load_mesh(mesh_dir / "visual_colours.ply"), None
 

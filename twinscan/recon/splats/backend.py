@@ -7,26 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from twinscan.errors import TwinscanError
 from twinscan.progress import console
-
-
-@functools.cache
-def gsplat_cuda_ready() -> bool:
-    """True when torch sees a GPU and gsplat's CUDA extension loads (it compiles on first use)."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return False
-    try:
-        from gsplat.cuda._backend import _C
-    except Exception:  # a failed JIT build raises anything from OSError to RuntimeError
-        return False
-    return _C is not None
 
 
 @dataclass(frozen=True)
@@ -38,10 +23,12 @@ class Backend:
 
 def select_backend(device: str = "auto", strategy: str = "auto") -> Backend:
     """CUDA where it works, else the CPU path (with a notice when the user asked for "auto")."""
-    if device == "cuda" and not gsplat_cuda_ready():
+    from twinscan.recon.raster import cuda_available
+
+    if device == "cuda" and not cuda_available():
         raise TwinscanError("--device cuda was asked for, but no usable CUDA GPU was found (or gsplat's "
                             "CUDA extension did not build)", "use --device cpu or --device auto")
-    use_cuda = device == "cuda" or (device == "auto" and gsplat_cuda_ready())
+    use_cuda = device == "cuda" or (device == "auto" and cuda_available())
     if device == "auto" and not use_cuda:
         console.print("[yellow]notice:[/] no usable CUDA GPU; training splats on the CPU rasterizer")
     if use_cuda:
@@ -52,20 +39,9 @@ def select_backend(device: str = "auto", strategy: str = "auto") -> Backend:
     if strategy == "mcmc":
         raise TwinscanError("the MCMC strategy needs CUDA (gsplat's relocation kernel has no CPU version)",
                             "use --strategy default on the CPU, or train on a CUDA GPU")
-    from twinscan.recon.raster import rasterize
+    from twinscan.recon.raster import rasterize  # its kernels module makes numba's workers sleep, not spin
 
-    _use_sleeping_numba_workers()
     return Backend("cpu", "default", functools.partial(rasterize, backend="numba"))
-
-
-def _use_sleeping_numba_workers() -> None:
-    """numba's default OpenMP workers spin after each kernel, starving torch's ops on the same two
-    cores (each small torch op then takes 20x longer; a training step 3-5x). numba's workqueue pool
-    sleeps instead. Takes effect unless a parallel numba kernel already ran or the user chose a layer."""
-    import numba
-
-    if "NUMBA_THREADING_LAYER" not in os.environ:
-        numba.config.THREADING_LAYER = "workqueue"
 
 
 @contextlib.contextmanager
