@@ -56,6 +56,7 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
             half_precision=cfg.half_precision, usdz=cfg.usdz, appearance=cfg.appearance))
         errors = validation_errors(ws.path(TWIN))
         if errors:
+            ws.path(TWIN).unlink()  # an invalid root layer must not look like a finished twin
             raise TwinscanError(f"the written twin does not validate: {errors[0]}",
                                 "report this as a twinscan bug with OUT/manifest.json")
         summary = summarize(ws.path(TWIN))
