@@ -15,12 +15,20 @@ class Preset:
     splat_steps: int  # 3DGS optimisation steps
     max_gaussians: int  # cap on the splat count (MCMC budget)
     mesh_faces: int  # collision mesh face budget
+    mesh_resolution: int  # TSDF voxels along the captured region's longest side
+    texture_size: int  # visual mesh texture atlas side, pixels
 
 
 PRESETS: dict[str, Preset] = {
-    "preview": Preset("preview", max_frames=60, max_side=640, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000),
-    "standard": Preset("standard", max_frames=200, max_side=1280, splat_steps=15_000, max_gaussians=1_000_000, mesh_faces=50_000),
-    "high": Preset("high", max_frames=400, max_side=1920, splat_steps=30_000, max_gaussians=3_000_000, mesh_faces=200_000),
+    # a minute on a CPU for a tiny capture: proves a capture (or a batch, or a node) works end to end
+    "smoke": Preset("smoke", max_frames=40, max_side=320, splat_steps=300, max_gaussians=20_000, mesh_faces=5_000,
+                    mesh_resolution=128, texture_size=512),
+    "preview": Preset("preview", max_frames=60, max_side=640, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000,
+                      mesh_resolution=384, texture_size=1024),
+    "standard": Preset("standard", max_frames=200, max_side=1280, splat_steps=15_000, max_gaussians=1_000_000, mesh_faces=50_000,
+                       mesh_resolution=512, texture_size=2048),
+    "high": Preset("high", max_frames=400, max_side=1920, splat_steps=30_000, max_gaussians=3_000_000, mesh_faces=200_000,
+                   mesh_resolution=768, texture_size=4096),
 }
 
 

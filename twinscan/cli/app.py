@@ -35,6 +35,7 @@ app = typer.Typer(
 
 
 class QualityChoice(str, Enum):
+    smoke = "smoke"
     preview = "preview"
     standard = "standard"
     high = "high"
@@ -52,7 +53,7 @@ class MapperChoice(str, Enum):
 
 
 Quality = Annotated[QualityChoice, typer.Option(
-    "--quality", "-q", help="preview (minutes on a laptop), standard, or high (GPU node).")]
+    "--quality", "-q", help="smoke (a minute: proves the setup on a tiny capture), preview (minutes on a laptop), standard, or high (GPU node).")]
 Device = Annotated[DeviceChoice, typer.Option(help="auto picks CUDA when this machine has a GPU, else the CPU.")]
 Force = Annotated[bool, typer.Option("--force", help="Redo the stage even if it already finished.")]
 OutDir = Annotated[Path, typer.Option("--out", "-o", help="Capture workspace folder (created if missing).")]

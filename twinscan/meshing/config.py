@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from twinscan.errors import TwinscanError
 from twinscan.presets import Preset
 
-# voxels along the captured region's longest side, and texture atlas side, per preset
-_RESOLUTION = {"preview": 384, "standard": 512, "high": 768}
-_TEXTURE_SIZE = {"preview": 1024, "standard": 2048, "high": 4096}
-
 
 @dataclass(frozen=True)
 class MeshConfig:
@@ -51,9 +47,9 @@ class MeshConfig:
 
     @classmethod
     def from_preset(cls, preset: Preset, convex: bool = False) -> MeshConfig:
-        return cls(render_max_side=preset.max_side, resolution=_RESOLUTION.get(preset.name, 512),
+        return cls(render_max_side=preset.max_side, resolution=preset.mesh_resolution,
                    collision_faces=preset.mesh_faces, visual_faces=2 * preset.mesh_faces,
-                   texture_size=_TEXTURE_SIZE.get(preset.name, 2048), convex=convex)
+                   texture_size=preset.texture_size, convex=convex)
 
     def voxel_size(self, extent: float, pixel_footprint: float = 0.0) -> float:
         """Voxel edge for a captured region whose longest side is `extent` metres.

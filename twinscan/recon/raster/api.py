@@ -40,7 +40,6 @@ BACKENDS = ("numba", "torch", "reference")
 
 
 @functools.cache
-@functools.cache
 def cuda_available() -> bool:
     """True where torch sees a GPU and gsplat's CUDA extension loads (it may JIT-compile here)."""
     if not torch.cuda.is_available():
