@@ -54,6 +54,11 @@ class Gaussians:
     def opacities(self) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-self.opacity_logits))
 
+    def subset(self, keep: np.ndarray) -> Gaussians:
+        """The splats selected by `keep` (a mask or indices)."""
+        return Gaussians(self.means[keep], self.log_scales[keep], self.quats[keep], self.opacity_logits[keep],
+                         self.sh[keep])
+
 
 def sh_degree(coefficient_count: int) -> int:
     """The degree whose (degree+1)^2 equals `coefficient_count`, or -1 if there is none."""

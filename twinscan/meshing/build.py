@@ -64,6 +64,8 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
         warnings.append(f"no floor plane found within {cfg.floor_band} m of z = 0: no floor collider")
     else:
         floor = with_walkway(floor, views.world_from_cam, cfg.walkway_margin)
+        surface, below = cleanup.drop_below(surface, floor.height - cfg.floor_band)
+        figures.update(faces_below_floor=below)
         is_floor = floor_faces(surface, floor.height, 1.5 * voxel)
         surface = flatten_floor(surface, is_floor)
         figures.update(floor_height_m=round(floor.height, 4), floor_tilt_deg=round(floor.tilt_deg, 2),

@@ -34,6 +34,13 @@ def crop_to_captured(mesh: trimesh.Trimesh, views: DepthViews, min_views: int,
     return keep_faces(mesh, ~outside), int(outside.sum())
 
 
+def drop_below(mesh: trimesh.Trimesh, height: float) -> tuple[trimesh.Trimesh, int]:
+    """Drop faces lying wholly below `height`: under a found floor the views saw nothing real, only
+    splats that paint the dim far background near the horizon. Returns the mesh and the faces dropped."""
+    below = (mesh.vertices[:, 2] < height)[mesh.faces].all(axis=1)
+    return keep_faces(mesh, ~below), int(below.sum())
+
+
 def keep_large_components(mesh: trimesh.Trimesh, min_area: float,
                           floor_band: float = 0.0) -> tuple[trimesh.Trimesh, int]:
     """Drop connected components with less than `min_area` square metres; return how many went.

@@ -10,6 +10,7 @@ from twinscan.meshing.build import STEPS, build_meshes
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.export import write_meshes
 from twinscan.meshing.render import render_depth_views
+from twinscan.meshing.support import supported_splats
 from twinscan.progress import progress_bar
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -34,8 +35,11 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
     with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
         if not splats.exists():
             raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
-        gaussians = read_ply(splats)
         cameras = load_training_views(ws, cfg.render_max_side)
+        gaussians = read_ply(splats)
+        floor_found = (ws.stage_record("sfm") or {}).get("figures", {}).get("floor_found", False)
+        supported = supported_splats(gaussians.means, cameras.points, cfg.floor_band if floor_found else None)
+        gaussians = gaussians.subset(supported)
         height, width = cameras.images[0].shape[:2]
         with progress_bar("mesh: render", total=len(cameras)) as advance:
             views = render_depth_views(gaussians, cameras.Ks.numpy(), cameras.cam_from_world.numpy(), width,
@@ -44,6 +48,7 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
             result = build_meshes(views, cfg, advance)
         files = write_meshes(result, ws.path(MESH_DIR))
         run.outputs = [f"{MESH_DIR}/{name}" for name in files]
-        run.figures.update(result.figures, render_resolution=[width, height])
+        run.figures.update(result.figures, render_resolution=[width, height],
+                           floater_splats_removed=int((~supported).sum()))
         run.warnings.extend(result.warnings)
     return run.figures

@@ -88,7 +88,8 @@ def evaluate(params: torch.nn.ParameterDict, views: TrainingViews, ids: list[int
 def _optimizers(params: torch.nn.ParameterDict, cfg: SplatsConfig, scene_extent: float) -> dict[str, torch.optim.Adam]:
     lrs = {"means": cfg.means_lr * scene_extent, "scales": cfg.scales_lr, "quats": cfg.quats_lr,
            "opacities": cfg.opacities_lr, "sh0": cfg.sh0_lr, "shN": cfg.shN_lr}
-    return {name: torch.optim.Adam([{"params": params[name], "lr": lr, "name": name}], eps=1e-15)
+    # fused: one kernel per step instead of a dozen elementwise passes over every splat parameter
+    return {name: torch.optim.Adam([{"params": params[name], "lr": lr, "name": name}], eps=1e-15, fused=True)
             for name, lr in lrs.items()}
 
 

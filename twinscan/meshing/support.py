@@ -1,0 +1,35 @@
+"""Which splats the SfM structure supports: the rest are floaters, kept out of the depth renders.
+
+3DGS on a few dozen views grows floaters: splats hanging in free space near the cameras that
+explain a handful of training views. They render with consistent depth (they are 3D), so TSDF
+carving keeps them and they become metre-sized mesh errors. Real surfaces carry SfM points; on
+the bundled sample, 99 % of well-placed mesh area lies within 0.2 m of one, floaters' 25 %.
+The floor is exempt: a plain floor has few features, and the world frame puts it at z = 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+NEIGHBOURS = 10  # the point spacing is the median distance to this many neighbours
+SPACINGS = 2.5  # supported: within this many point spacings of an SfM point
+
+
+def point_spacing(points: np.ndarray, neighbours: int = NEIGHBOURS) -> float:
+    """Median distance from an SfM point to its `neighbours`-th nearest: the structure's sampling."""
+    k = min(neighbours, len(points) - 1)
+    distances, _ = cKDTree(points).query(points, k=[k + 1])
+    return float(np.median(distances))
+
+
+def supported_splats(means: np.ndarray, points: np.ndarray, floor_band: float | None,
+                     spacings: float = SPACINGS) -> np.ndarray:
+    """Mask of splats within `spacings` point spacings of an SfM point, or within `floor_band` of
+    z = 0 (None: no floor was found, nothing is exempt)."""
+    radius = spacings * point_spacing(points)
+    distance, _ = cKDTree(points).query(means, distance_upper_bound=radius)
+    supported = np.isfinite(distance)
+    if floor_band is not None:
+        supported |= np.abs(means[:, 2]) <= floor_band
+    return supported
