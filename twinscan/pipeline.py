@@ -6,6 +6,7 @@ only matters for the stage that needs it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,16 +100,24 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
     """Run every stage in order under one workspace lock; finished stages are skipped (resume)."""
     if not video.exists():
         raise TwinscanError(f"{video} does not exist", "check the path to the walkthrough video")
+    from twinscan.report import write_report
+
     ws = Workspace(out)
     results: dict[str, dict[str, Any]] = {}
     with ws.locked():
         ws.set_info("source", {"video": str(video.resolve())})
-        for step in CAPTURE_STEPS:
-            started = time.time()
-            try:
-                results[step.name] = step.run(ws, video, options)
-            except TwinscanError as error:
-                raise TwinscanError(f"stage '{step.name}' failed: {error.what}", error.fix) from error
-            if on_stage:
-                on_stage(step.name, results[step.name], time.time() - started)
+        try:
+            for step in CAPTURE_STEPS:
+                started = time.time()
+                try:
+                    results[step.name] = step.run(ws, video, options)
+                except TwinscanError as error:
+                    raise TwinscanError(f"stage '{step.name}' failed: {error.what}", error.fix) from error
+                if on_stage:
+                    on_stage(step.name, results[step.name], time.time() - started)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the report shows the failure; the stage's error is the one to raise
+                write_report(ws)
+            raise
+        write_report(ws)
     return results

@@ -240,6 +240,11 @@ def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder, 
         print_workspace_info(Workspace(path))
 
 
+from twinscan.cli.report import report as report_command  # noqa: E402 (commands in their own modules)
+
+app.command(name="report")(report_command)
+
+
 def main() -> None:
     app()
 

@@ -53,7 +53,8 @@ def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
 def print_capture_summary(ws: Workspace, timings: dict[str, float]) -> None:
     print_workspace_info(ws)
     total = sum(timings.values())
-    console.print(f"[bold green]done[/] in {total:.0f} s -> {ws.root}")
+    console.print(f"[bold green]done[/] in {total:.0f} s -> twin {ws.path('twin.usda')}, "
+                  f"report {ws.path('report.html')}", highlight=False)
 
 
 def print_usd_summary(usd_path) -> None:

@@ -1,0 +1,110 @@
+"""A read-only view of a capture workspace for the report: manifest, stage states, model files."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twinscan.report.markup import esc, notice
+from twinscan.report.plan import TopDownPlan
+from twinscan.report.status import StageState, stage_states
+from twinscan.workspace import Workspace
+
+MODEL_DIR, FRAMES_DIR = "sfm", "frames"
+
+
+@dataclass
+class Capture:
+    ws: Workspace
+    manifest: dict[str, Any]
+
+    @functools.cached_property
+    def states(self) -> dict[str, StageState]:
+        return stage_states(self.manifest)
+
+    @property
+    def name(self) -> str:
+        return self.ws.root.resolve().name
+
+    def gate(self, stage: str, *files: str) -> str | None:
+        """None when `stage` is done and its `files` exist; else a notice saying what is missing."""
+        state = self.states[stage]
+        if state.status == "not run":
+            earlier = [s.name for s in self.states.values() if s.status in ("failed", "interrupted")]
+            reason = f"the {earlier[0]} stage before it did not finish" if earlier else "not yet"
+            return notice("info", f"The <b>{esc(stage)}</b> stage has not run ({esc(reason)}), so there is "
+                                  "nothing to show.")
+        if state.status == "interrupted":
+            return notice("warn", f"The <b>{esc(stage)}</b> stage was interrupted before it finished: "
+                                  "run the same capture command again to resume.")
+        if state.status == "failed":
+            return failure_notice(state)
+        missing = [f for f in files if not self.ws.path(f).exists()]
+        if missing:
+            return notice("warn", f"The <b>{esc(stage)}</b> stage finished, but {esc(', '.join(missing))} "
+                                  f"{'is' if len(missing) == 1 else 'are'} missing from the workspace "
+                                  f"(run it again with --force).")
+        return None
+
+    def frames(self) -> list[dict[str, Any]]:
+        return json.loads(self.ws.path("frames.json").read_text())
+
+    @functools.cached_property
+    def model(self):
+        """The aligned COLMAP model (pycolmap.Reconstruction) in the twin's world frame."""
+        import pycolmap
+
+        return pycolmap.Reconstruction(self.ws.path(MODEL_DIR))
+
+    def registered_names(self) -> set[str]:
+        return {image.name for image in self.model.images.values() if image.has_pose}
+
+    def markers(self) -> dict[int, np.ndarray]:
+        """Marker corners in the world frame, found again in the frames the way the sfm stage scaled
+        the model (the manifest keeps only the scale, not where the marker lies)."""
+        from twinscan.recon.sfm.markers import detect_markers, triangulate_markers
+
+        params = self.states["sfm"].record.get("params", {})
+        if not params.get("marker_size"):
+            return {}
+        frames = self.ws.path(FRAMES_DIR)
+        detections = detect_markers(((name, frames / name) for name in sorted(self.registered_names())),
+                                    params.get("marker_dict", "4x4_50"))
+        return triangulate_markers(detections, self.model)
+
+    def floor_xy(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        path = self.ws.path("mesh/mesh.json")
+        if not self.states["mesh"].done or not path.exists():
+            return None
+        bounds = json.loads(path.read_text()).get("floor", {}).get("bounds_xy")
+        return (tuple(bounds[0]), tuple(bounds[1])) if bounds else None
+
+    def plan(self) -> TopDownPlan:
+        from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix
+
+        images = sorted((image for image in self.model.images.values() if image.has_pose), key=lambda im: im.name)
+        world_from_cams = np.array([world_from_cam_matrix(image) for image in images]).reshape(-1, 4, 4)
+        points = list(self.model.points3D.values())
+        kept = sorted(Path(e["file"]).name for e in self.frames()) if self.ws.path("frames.json").exists() else []
+        order = [kept.index(image.name) for image in images if image.name in kept]  # all, or none if imported
+        return TopDownPlan(
+            camera_centres=world_from_cams[:, :3, 3], camera_forward=world_from_cams[:, :3, 2],
+            points=np.array([p.xyz for p in points]).reshape(-1, 3),
+            point_colours=np.array([p.color for p in points], dtype=np.uint8).reshape(-1, 3),
+            floor_xy=self.floor_xy(), markers=self.markers(),
+            metric=self.states["sfm"].figures.get("scale") == "metric",
+            gaps=frozenset(i for i in range(1, len(order)) if order[i] - order[i - 1] > 1))
+
+    def heldout_pngs(self) -> list[Path]:
+        return sorted(self.ws.path("splats/heldout").glob("*.png"))
+
+
+def failure_notice(state: StageState) -> str:
+    what, _, fix = (state.error or "failed without a recorded reason").partition(" -- ")
+    fix_html = f'<span class="fix">Fix: {esc(fix)}</span>' if fix else ""
+    return notice("fail", f"<b>The {esc(state.name)} stage failed:</b> {esc(what)}{fix_html}")
