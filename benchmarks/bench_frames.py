@@ -1,17 +1,21 @@
 """Frames stage vs the common baseline: ffmpeg writes every frame to disk, then keep every Nth.
 
-Generates a 1080p30 and a 4K30 handheld-like clip in a temporary folder (a pan across a detailed
-texture with bursts of motion blur, as shaky hands give), runs both in the same process on the
-same clip, and prints throughput, the speed ratio, and the mean sharpness of each selection
-(variance of the Laplacian on the same small grey image, for the same number of frames).
+Generates a 1080p30 and a 4K30 handheld-like clip (a pan across a detailed texture with bursts of
+motion blur, as shaky hands give; in a temporary folder, or kept in --clips to save the two minutes
+of encoding next time), runs the stage and the baseline alternately on the same clip, and prints
+throughput, the speed ratio (median over --repeats pairs: robust to a machine shared with other
+work), and the mean sharpness of each selection (variance of the Laplacian on the same small grey
+image, for the same number of frames).
 
     python benchmarks/bench_frames.py [--seconds-1080 8] [--seconds-4k 4] [--quality standard]
+                                      [--repeats 3] [--clips DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -82,7 +86,7 @@ def children_cpu_s() -> float:
 
 
 def decode_only_cpu_s(video: Path) -> float:
-    """The floor for any method that looks at every frame: threaded decoding and nothing else."""
+    """The floor for any method that decodes every frame: threaded decoding and nothing else."""
     started = time.process_time()
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
@@ -109,19 +113,26 @@ def ffmpeg_every_nth(video: Path, folder: Path, count: int) -> tuple[float, floa
     return time.perf_counter() - wall, cpu_s, chosen
 
 
-def measure(label: str, video: Path, config: FramesConfig, tmp: Path) -> dict[str, float]:
-    out = tmp / f"stage_{label}"
-    wall, cpu = time.perf_counter(), time.process_time()
-    figures = run_frames(Workspace(out), video, config, force=True)
-    stage_wall, stage_cpu = time.perf_counter() - wall, time.process_time() - cpu
-    ours = [record["source_index"] for record in json.loads((out / "frames.json").read_text())]
-    base_wall, base_cpu, baseline = ffmpeg_every_nth(video, tmp / f"ffmpeg_{label}", figures["kept"])
+def measure(label: str, video: Path, config: FramesConfig, tmp: Path, repeats: int) -> dict[str, float]:
+    """Stage and baseline alternately, `repeats` times each; medians of the times and of the per-pair ratios."""
+    pairs = []
+    for repeat in range(repeats):
+        out = tmp / f"stage_{label}"
+        wall, cpu = time.perf_counter(), time.process_time()
+        figures = run_frames(Workspace(out), video, config, force=True)
+        stage_wall, stage_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        ours = [record["source_index"] for record in json.loads((out / "frames.json").read_text())]
+        shutil.rmtree(out)
+        base_wall, base_cpu, baseline = ffmpeg_every_nth(video, tmp / f"ffmpeg_{label}", figures["kept"])
+        shutil.rmtree(tmp / f"ffmpeg_{label}")
+        pairs.append({"stage_wall": stage_wall, "stage_cpu": stage_cpu, "ffmpeg_wall": base_wall,
+                      "ffmpeg_cpu": base_cpu, "speedup": base_wall / stage_wall, "cpu_speedup": base_cpu / stage_cpu})
     scores = score_sharpness(video, config.score_side)
+    row = {key: float(np.median([pair[key] for pair in pairs])) for key in pairs[0]}
     frames = figures["decoded"]
-    return {"frames": frames, "kept": figures["kept"], "stage_wall": stage_wall, "stage_cpu": stage_cpu,
-            "ffmpeg_wall": base_wall, "ffmpeg_cpu": base_cpu, "decode_cpu": decode_only_cpu_s(video),
-            "stage_fps_2cores": frames / (stage_cpu / CORES), "sharp_stage": float(scores[ours].mean()),
-            "sharp_every_nth": float(scores[baseline].mean())}
+    return {**row, "frames": frames, "kept": figures["kept"], "not_decoded": figures.get("not_decoded", 0),
+            "decode_cpu": decode_only_cpu_s(video), "stage_fps_2cores": frames / (row["stage_cpu"] / CORES),
+            "sharp_stage": float(scores[ours].mean()), "sharp_every_nth": float(scores[baseline].mean())}
 
 
 def main() -> None:
@@ -129,26 +140,34 @@ def main() -> None:
     parser.add_argument("--seconds-1080", type=float, default=8.0)
     parser.add_argument("--seconds-4k", type=float, default=4.0)
     parser.add_argument("--quality", default="standard")
+    parser.add_argument("--repeats", type=int, default=3, help="stage/baseline pairs per clip")
+    parser.add_argument("--clips", type=Path, help="keep the generated clips here and reuse them")
     args = parser.parse_args()
     config = FramesConfig.from_preset(get_preset(args.quality))
     rows = {}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench_frames_") as tmp:
+        clips = args.clips or Path(tmp)
+        clips.mkdir(parents=True, exist_ok=True)
         for label, (width, height), seconds in (("1080p30", (1920, 1080), args.seconds_1080),
                                                 ("4K30", (3840, 2160), args.seconds_4k)):
-            video = Path(tmp) / f"{label}.mp4"
-            make_clip(video, width, height, seconds)
-            rows[label] = measure(label, video, config, Path(tmp))
+            video = clips / f"{label}_{seconds:g}s.mp4"
+            if not video.exists():
+                make_clip(video, width, height, seconds)
+            rows[label] = measure(label, video, config, Path(tmp), args.repeats)
     print(f"quality preset {args.quality!r}; CPU seconds include decoder threads (robust to a busy machine);")
-    print(f"fps on {CORES} cores = frames / (CPU s / {CORES}); the ffmpeg baseline keeps as many frames as the stage")
-    header = ["clip", "frames", "kept", "stage s", "ffmpeg s", "speedup", "stage CPU s", "ffmpeg CPU s", "CPU speedup",
-              "decode-only CPU s", f"stage fps ({CORES} cores)", "x realtime", "sharpness stage", "sharpness every-Nth"]
+    print(f"fps on {CORES} cores = frames / (CPU s / {CORES}); the ffmpeg baseline keeps as many frames as the stage;")
+    print(f"medians of {args.repeats} alternating stage/baseline pairs; load average (1 min) "
+          f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
+    header = ["clip", "frames", "kept", "not decoded", "stage s", "ffmpeg s", "speedup", "stage CPU s", "ffmpeg CPU s",
+              "CPU speedup", "decode-all CPU s", f"stage fps ({CORES} cores)", "x realtime", "sharpness stage",
+              "sharpness every-Nth"]
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for label, r in rows.items():
-        print(" | ".join([label, str(r["frames"]), str(r["kept"]), f"{r['stage_wall']:.2f}", f"{r['ffmpeg_wall']:.2f}",
-                          f"{r['ffmpeg_wall'] / r['stage_wall']:.1f}x",
-                          f"{r['stage_cpu']:.2f}", f"{r['ffmpeg_cpu']:.2f}",
-                          f"{r['ffmpeg_cpu'] / r['stage_cpu']:.1f}x", f"{r['decode_cpu']:.2f}",
+        print(" | ".join([label, str(r["frames"]), str(r["kept"]), str(r["not_decoded"]), f"{r['stage_wall']:.2f}",
+                          f"{r['ffmpeg_wall']:.2f}", f"{r['speedup']:.2f}x", f"{r['stage_cpu']:.2f}",
+                          f"{r['ffmpeg_cpu']:.2f}", f"{r['cpu_speedup']:.2f}x", f"{r['decode_cpu']:.2f}",
                           f"{r['stage_fps_2cores']:.0f}", f"{r['stage_fps_2cores'] / FPS:.1f}x",
                           f"{r['sharp_stage']:.0f}", f"{r['sharp_every_nth']:.0f}"]))
 

@@ -15,6 +15,7 @@ import pytest
 
 from twinscan.errors import TwinscanError
 from twinscan.frames import FramesConfig, run_frames
+from twinscan.frames.source import open_source
 from twinscan.presets import get_preset
 from twinscan.synth import CaptureConfig, GroundTruth, make_capture
 from twinscan.workspace import Workspace
@@ -201,13 +202,37 @@ def test_hevc_video(upright: list[np.ndarray], capture: GroundTruth, tmp_path: P
     assert_upright(tmp_path / "out", upright)
 
 
-def test_variable_frame_rate_times_come_from_timestamps(upright: list[np.ndarray], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def variable_rate(upright: list[np.ndarray], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """The capture re-encoded with irregular gaps between frames; returns the video and each frame's time."""
     gaps_ms = np.random.default_rng(0).choice([33, 50, 100, 180], size=len(upright))
     pts_ms = np.concatenate([[0], np.cumsum(gaps_ms[:-1])]).tolist()
-    video = encode(upright, tmp_path / "vfr.mp4", pts_ms=pts_ms)
+    return encode(upright, tmp_path_factory.mktemp("vfr") / "vfr.mp4", pts_ms=pts_ms), np.array(pts_ms) / 1000
+
+
+def test_variable_frame_rate_times_come_from_timestamps(variable_rate: tuple[Path, np.ndarray],
+                                                        tmp_path: Path) -> None:
+    video, times_s = variable_rate
     run_frames(Workspace(tmp_path / "out"), video, CONFIG)
     for record in json.loads((tmp_path / "out" / "frames.json").read_text()):
-        assert record["time_s"] == pytest.approx(pts_ms[record["source_index"]] / 1000, abs=1e-3)
+        assert record["time_s"] == pytest.approx(times_s[record["source_index"]], abs=1e-3)
+
+
+@pytest.mark.parametrize("rate", ["constant", "variable"])
+def test_dropped_frames_leave_the_others_in_place(capture: GroundTruth, variable_rate: tuple[Path, np.ndarray],
+                                                  rate: str) -> None:
+    """Letting the decoder drop every disposable frame (B-frames) keeps each other frame's place,
+    time and picture: the same as decoding everything."""
+    video, times_s = (capture.video_path, capture.times_s) if rate == "constant" else variable_rate
+    _, every = open_source(video, CONFIG.score_side)
+    greys = [frame.grey for frame in every]
+    report, frames = open_source(video, CONFIG.score_side, may_skip=lambda time_s: True)
+    decoded = list(frames)
+    assert len(greys) == len(times_s) == report.frames > report.decoded == len(decoded)  # frames were dropped
+    assert [frame.index for frame in decoded] == sorted({frame.index for frame in decoded})
+    for frame in decoded:
+        assert frame.time_s == pytest.approx(times_s[frame.index], abs=1e-3)
+        assert np.array_equal(frame.grey, greys[frame.index])
 
 
 def test_folder_of_images(upright: list[np.ndarray], tmp_path: Path) -> None:

@@ -2,10 +2,13 @@
 
 Only the score image is made for every frame; the full upright picture is rendered on demand,
 for the few frames that are kept. A decoded video frame is held only while it is a candidate.
+Decoding is most of the stage's time, so the consumer may let the decoder drop disposable frames
+(no other frame is predicted from them: B-frames, mostly) at times when no frame can be kept.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +26,7 @@ LUMA_FIRST_FORMATS = {"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "
 
 @dataclass
 class SourceFrame:
-    index: int  # counts decoded frames from 0
+    index: int  # the frame's place in the source, from 0 (presentation order, undecoded frames included)
     time_s: float | None  # presentation time (None for a folder of images)
     grey: np.ndarray  # score image: grey, longest side about FramesConfig.score_side, stored orientation
     render: Callable[[int], np.ndarray]  # max_side -> upright BGR image no larger than max_side
@@ -37,6 +40,7 @@ class SourceReport:
     expected_frames: int | None = None
     fps: float | None = None
     rotation_deg: int = 0  # counter-clockwise display rotation applied to the stored pictures
+    frames: int = 0  # frames of the source gone through so far, decoded or not
     decoded: int = 0
     warnings: list[str] = field(default_factory=list)
 
@@ -47,14 +51,19 @@ def fit_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
 
 
-def open_source(path: Path, score_side: int) -> tuple[SourceReport, Iterator[SourceFrame]]:
-    """Check the input and return its report and a lazy iterator over its frames."""
+def open_source(path: Path, score_side: int, may_skip: Callable[[float], bool] | None = None,
+                ) -> tuple[SourceReport, Iterator[SourceFrame]]:
+    """Check the input and return its report and a lazy iterator over its frames.
+
+    `may_skip(time_s)` says whether the decoder may drop a disposable frame shown at time_s
+    (asked as each packet goes in, a few frames ahead of the frames coming out).
+    """
     path = Path(path)
     if not path.exists():
         raise TwinscanError(f"{path} does not exist", "check the path to the walkthrough video or image folder")
     if path.is_dir():
         return _image_folder(path, score_side)
-    return _video(path, score_side)
+    return _video(path, score_side, may_skip)
 
 
 # ---- video -------------------------------------------------------------------------------------
@@ -87,7 +96,8 @@ def _renderer(frame: av.VideoFrame, rotation_quarters: int) -> Callable[[int], n
     return render
 
 
-def _video(path: Path, score_side: int) -> tuple[SourceReport, Iterator[SourceFrame]]:
+def _video(path: Path, score_side: int, may_skip: Callable[[float], bool] | None,
+           ) -> tuple[SourceReport, Iterator[SourceFrame]]:
     try:
         container = av.open(str(path))
     except av.error.FFmpegError as error:
@@ -101,13 +111,44 @@ def _video(path: Path, score_side: int) -> tuple[SourceReport, Iterator[SourceFr
     stream.thread_type = "AUTO"  # frame and slice threads: decoding is most of the stage's time
     report = SourceReport("video", expected_frames=stream.frames or None,
                           fps=float(stream.average_rate) if stream.average_rate else None)
-    return report, _decode(container, stream, report, score_side)
+    return report, _decode(container, stream, report, score_side, may_skip)
+
+
+class PresentationOrder:
+    """A frame's place in the source from its timestamp: the number of packets shown before it.
+
+    Counting timestamps rather than decoded frames keeps the places right when the decoder drops
+    frames, and with variable frame rate. The decoder gives a frame out only after every packet
+    shown before it has gone in, so the count is final by then; packets older than the last frame
+    out are folded into a running total.
+    """
+
+    def __init__(self) -> None:
+        self._before = 0
+        self._pending: list[int] = []  # sorted timestamps of packets not yet passed by a frame out
+
+    def add_packet(self, pts: int) -> None:
+        bisect.insort(self._pending, pts)
+
+    def place(self, pts: int) -> int:
+        place = self._before + bisect.bisect_left(self._pending, pts)
+        passed = bisect.bisect_right(self._pending, pts)
+        self._before += passed
+        del self._pending[:passed]
+        return place
+
+    @property
+    def packets(self) -> int:
+        return self._before + len(self._pending)
 
 
 def _decode(container: av.container.InputContainer, stream: av.video.stream.VideoStream, report: SourceReport,
-            score_side: int) -> Iterator[SourceFrame]:
+            score_side: int, may_skip: Callable[[float], bool] | None) -> Iterator[SourceFrame]:
     """Demux and decode packet by packet, so a corrupt packet costs its frames, not the video."""
     bad_packets = 0
+    order = PresentationOrder()
+    timed = True  # every packet so far had a timestamp: places come from timestamps, and frames may be dropped
+    codec = stream.codec_context
     try:
         packets = container.demux(stream)
         while True:
@@ -116,9 +157,17 @@ def _decode(container: av.container.InputContainer, stream: av.video.stream.Vide
             except StopIteration:
                 break
             except av.error.FFmpegError as error:
-                report.warnings.append(f"the video ends early: reading stopped after {report.decoded} frames "
+                report.warnings.append(f"the video ends early: reading stopped after {report.frames} frames "
                                        f"({error})")
                 break
+            if packet.size:
+                timed = timed and packet.pts is not None
+                if timed:
+                    order.add_packet(packet.pts)
+                skip = "NONREF" if timed and may_skip is not None and may_skip(float(packet.pts * packet.time_base)) \
+                    else "DEFAULT"
+                if codec.skip_frame != skip:
+                    codec.skip_frame = skip
             try:
                 frames = packet.decode()
             except av.error.FFmpegError:
@@ -127,18 +176,24 @@ def _decode(container: av.container.InputContainer, stream: av.video.stream.Vide
             for frame in frames:
                 if report.decoded == 0:
                     report.rotation_deg = round(frame.rotation / 90) * 90 % 360
+                index = report.frames  # one past the last place: places only grow, even with broken timestamps
+                if timed and frame.pts is not None:
+                    index = max(index, order.place(frame.pts))
                 time_s = frame.time
                 if time_s is None and report.fps:
-                    time_s = report.decoded / report.fps
-                yield SourceFrame(report.decoded, time_s, _score_image(frame, score_side),
+                    time_s = index / report.fps
+                report.frames = max(report.frames, index + 1)
+                yield SourceFrame(index, time_s, _score_image(frame, score_side),
                                   _renderer(frame, report.rotation_deg // 90))
                 report.decoded += 1
     finally:
         container.close()
+    if timed:
+        report.frames = max(report.frames, order.packets)
     if bad_packets:
         report.warnings.append(f"{bad_packets} damaged packets were skipped; their frames are missing")
-    if report.expected_frames and report.decoded < 0.95 * report.expected_frames:
-        report.warnings.append(f"only {report.decoded} of {report.expected_frames} frames decoded: "
+    if report.expected_frames and report.frames < 0.95 * report.expected_frames:
+        report.warnings.append(f"only {report.frames} of {report.expected_frames} frames could be read: "
                                "the video is truncated or damaged; the frames that decoded were used")
 
 
@@ -164,6 +219,7 @@ def _read_images(files: list[Path], report: SourceReport, score_side: int) -> It
                           interpolation=cv2.INTER_AREA)
         yield SourceFrame(report.decoded, None, grey, _image_renderer(file))
         report.decoded += 1
+        report.frames += 1
     if unreadable:
         report.warnings.append(f"{unreadable} of {len(files)} images could not be read and were skipped")
 

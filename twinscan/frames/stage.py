@@ -53,19 +53,22 @@ def _run(workspace: Workspace, source: Path, config: FramesConfig, inputs: dict[
 def _select_and_write(source: Path, config: FramesConfig, folder: Path,
                       run: StageRun) -> tuple[list[dict[str, Any]], SourceReport, SelectionCounts]:
     """Stream the source through the selector, writing each kept frame as soon as its window closes."""
-    report, frames = open_source(source, config.score_side)
+    # the decoder asks the selector, as it goes, which frames it may drop (frames is lazy)
+    report, frames = open_source(source, config.score_side, may_skip=lambda time_s: selector.cannot_keep(time_s))
     selector = KeyframeSelector(config, report.fps)
     records: list[dict[str, Any]] = []
     try:
         with progress_bar(f"frames from {source.name}", report.expected_frames) as advance:
+            shown = 0
             for frame in frames:
                 for kept in selector.push(frame):
                     records.append(_write(kept, folder, config, first=not records))
-                if frame.index % 32 == 31:
-                    advance(32, status=f"kept {len(records)}")
+                if frame.index + 1 - shown >= 32:
+                    advance(frame.index + 1 - shown, status=f"kept {len(records)}")
+                    shown = frame.index + 1
             for kept in selector.finish():
                 records.append(_write(kept, folder, config, first=not records))
-            advance(report.decoded % 32, status=f"kept {len(records)}")
+            advance(report.frames - shown, status=f"kept {len(records)}")
     finally:
         run.warnings += report.warnings  # also when the stage fails: a truncated video says so
     _check_enough(source, config, report, selector.counts, len(records))
@@ -110,8 +113,8 @@ def _check_enough(source: Path, config: FramesConfig, report: SourceReport, coun
     if report.decoded == 0:
         raise TwinscanError(f"no frame of {source} could be decoded",
                             "the file is corrupt or truncated: copy it from the phone again")
-    if report.decoded < config.min_decoded:
-        raise TwinscanError(f"the {what} {source} is too short ({report.decoded} frames)",
+    if report.frames < config.min_decoded:
+        raise TwinscanError(f"the {what} {source} is too short ({report.frames} frames)",
                             "record a slow walkthrough of at least 10 seconds around the cell")
     if counts.badly_exposed == counts.decoded:
         raise TwinscanError(f"every frame of {source} is too dark or too bright",
@@ -130,11 +133,12 @@ def _figures(records: list[dict[str, Any]], report: SourceReport, counts: Select
              seconds: float) -> dict[str, Any]:
     return {
         "kept": len(records),
-        "decoded": report.decoded,
+        "decoded": report.frames,  # frames of the source gone through, of which these were not decoded:
+        "not_decoded": report.frames - report.decoded,  # disposable before a window opened (or damaged)
         "blurred": counts.blurred,
         "badly_exposed": counts.badly_exposed,
         "mean_sharpness": round(sum(r["sharpness"] for r in records) / len(records), 2),
         "rotation_deg": report.rotation_deg,
         "seconds": round(seconds, 3),
-        "fps": round(report.decoded / max(seconds, 1e-6), 1),
+        "fps": round(report.frames / max(seconds, 1e-6), 1),
     }
