@@ -96,8 +96,11 @@ CAPTURE_STEPS: tuple[StageStep, ...] = (
 
 
 def run_capture(video: Path, out: Path, options: CaptureOptions,
-                on_stage: Callable[[str, dict[str, Any], float], None] | None = None) -> dict[str, dict[str, Any]]:
-    """Run every stage in order under one workspace lock; finished stages are skipped (resume)."""
+                on_stage: Callable[[str, dict[str, Any], float, bool], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Run every stage in order under one workspace lock; finished stages are skipped (resume).
+
+    `on_stage(name, figures, seconds, skipped)` follows each stage; `skipped`: it had finished before
+    with the same inputs and parameters, so nothing ran."""
     if not video.exists():
         raise TwinscanError(f"{video} does not exist", "check the path to the walkthrough video")
     from twinscan.report import write_report
@@ -109,12 +112,14 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
         try:
             for step in CAPTURE_STEPS:
                 started = time.time()
+                before = ws.stage_record(step.name)
                 try:
                     results[step.name] = step.run(ws, video, options)
                 except TwinscanError as error:
                     raise TwinscanError(f"stage '{step.name}' failed: {error.what}", error.fix) from error
                 if on_stage:
-                    on_stage(step.name, results[step.name], time.time() - started)
+                    skipped = before is not None and ws.stage_record(step.name) == before
+                    on_stage(step.name, results[step.name], time.time() - started, skipped)
         except BaseException:
             with contextlib.suppress(Exception):  # the report shows the failure; the stage's error is the one to raise
                 write_report(ws)

@@ -130,6 +130,7 @@ class Workspace:
         """Refuse a second twinscan process on the same workspace (an OS lock dies with us).
 
         Re-entrant within one process, so the CLI and the stage it calls may both ask for it.
+        Taking it removes what a killed run was writing (temporary names), as nothing else writes now.
         """
         self.root.mkdir(parents=True, exist_ok=True)
         key = self.root.resolve()
@@ -149,6 +150,7 @@ class Workspace:
         lock_file.truncate()
         lock_file.write(f"{os.getpid()}\n")
         lock_file.flush()
+        atomic.remove_leftovers(self.root)
         _HELD_LOCKS.add(key)
         try:
             yield self

@@ -98,7 +98,14 @@ def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previ
                              mapper=mapper.value, marker_size=marker_size, marker_dict=marker_dict, scale=scale,
                              convex=convex, usdz=usdz, half=half)
     timings: dict[str, float] = {}
-    run_capture(video, out, options, on_stage=lambda name, _, seconds: timings.__setitem__(name, seconds))
+
+    def on_stage(name: str, _figures: dict, seconds: float, skipped: bool) -> None:
+        timings[name] = seconds
+        if skipped:
+            console.print(f"{name}: skipped (finished before with the same inputs; --force redoes it)",
+                          highlight=False)
+
+    run_capture(video, out, options, on_stage=on_stage)
     print_capture_summary(Workspace(out), timings)
 
 

@@ -77,5 +77,5 @@ class SplatsConfig:
                    max_gaussians=preset.max_gaussians, pose_refine=not quick,
                    sh_degree_interval=max(preset.splat_steps // 6, 100) if quick else 1000,
                    eval_every=max(preset.splat_steps // 3, 1) if quick else 2000,
-                   checkpoint_every=500 if quick else 2000)
+                   checkpoint_every=max(min(500, preset.splat_steps // 3), 1) if quick else 2000)
         return replace(base, **overrides)

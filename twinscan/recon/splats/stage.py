@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from twinscan.atomic import atomic_dir
+from twinscan.errors import TwinscanError
 from twinscan.gaussians import write_ply
 from twinscan.progress import progress_bar
 from twinscan.recon.splats.backend import select_backend
@@ -45,7 +46,9 @@ def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult) -> l
         for name, rendered in result.evaluation.renders.items():
             truth = (views.images[views.names.index(name)].numpy() * 255 + 0.5).astype(np.uint8)
             side_by_side = cv2.cvtColor(np.concatenate([rendered, truth], axis=1), cv2.COLOR_RGB2BGR)
-            cv2.imwrite(str(tmp / HELDOUT / f"{Path(name).stem}.png"), side_by_side)
+            png = tmp / HELDOUT / f"{Path(name).stem}.png"
+            if not cv2.imwrite(str(png), side_by_side):
+                raise TwinscanError(f"could not write {png}", "check that the output folder is writable and has space")
     return [f"{SPLATS_DIR}/{PLY}", f"{SPLATS_DIR}/{HELDOUT}"]
 
 
