@@ -1,11 +1,13 @@
 """`rasterize`: gsplat.rasterization's signature and function, on the CPU.
 
 Matched gsplat 1.5.3 semantics (`rasterization(..., packed=False, camera_model="pinhole")`):
-- projection: gsplat's torch EWA projection (eps2d blur, near/far culling, screen-bound clamp of
+- projection: gsplat's EWA projection (eps2d blur, near/far culling, screen-bound clamp of
   the Jacobian, optional antialiased compensation) with the CUDA kernel's opacity-aware radii
   and `radius_clip`;
-- colours: post-activation [N, D] / [C, N, D], or SH [N, K, 3] with `sh_degree`, evaluated by
-  gsplat's torch SH from the camera centre and mapped to max(SH + 0.5, 0);
+- colours: post-activation [N, D] / [C, N, D], or SH [N, K, 3] with `sh_degree`, evaluated from
+  the camera centre and mapped to max(SH + 0.5, 0);
+- backends: "numba" projects and evaluates SH with numba kernels too (`project_fast`); "torch"
+  and "reference" use gsplat's torch reference for both;
 - tiles: 16x16, tile ranges from the radii, per-tile sort by float32 depth (isect_tiles);
 - blending: see `composite` (alpha clamp 0.999, skip < 1/255, stop before T <= 1e-4, background);
 - render modes "RGB", "D", "ED", "RGB+D", "RGB+ED": depth is one more channel with a zero
@@ -71,11 +73,12 @@ def rasterize(means: Tensor, quats: Tensor, scales: Tensor, opacities: Tensor, c
         raise TwinscanError(f"unknown rasterizer backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
     _check_shapes(means, quats, scales, opacities, viewmats, Ks)
     n_cams = len(viewmats)
+    projection = "numba" if backend == "numba" else "torch"
     screen = project(means, quats, scales, opacities, viewmats, Ks, width, height, near_plane=near_plane,
                      far_plane=far_plane, eps2d=eps2d, radius_clip=radius_clip,
-                     antialiased=rasterize_mode == "antialiased")
+                     antialiased=rasterize_mode == "antialiased", backend=projection)
     if sh_degree is not None:
-        colors = colors_from_sh(means, colors, viewmats, sh_degree)
+        colors = colors_from_sh(means, colors, viewmats, sh_degree, backend=projection)
     elif colors.dim() == 2:
         colors = colors[None].expand(n_cams, -1, -1)
     depth_channel = screen.depths[..., None]

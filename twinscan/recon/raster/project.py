@@ -1,7 +1,9 @@
 """Gaussians to screen space, as `gsplat.rasterization` does before rasterizing.
 
-The differentiable part (world -> camera, EWA covariance, conics, depths) is gsplat's own torch
-reference (`gsplat.cuda._torch_impl`); only the screen radii are recomputed here, because
+The differentiable part (world -> camera, EWA covariance, conics, depths; SH colours) is gsplat's
+own torch reference (`gsplat.cuda._torch_impl`), or with backend "numba" (float32 CPU tensors) the
+same functions as numba kernels with a hand-written backward (`project_fast`), which replace
+hundreds of small torch ops per training step. Only the screen radii are recomputed here, because
 gsplat's CUDA projection bounds them tighter than its torch reference: opacity-aware extent
 (min(3.33, sqrt(2 ln(255 o)))), Gaussians with o < 1/255 culled, and `radius_clip`.
 """
@@ -10,11 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from gsplat.cuda._torch_impl import _fully_fused_projection, _quat_scale_to_covar_preci, _spherical_harmonics
 from torch import Tensor
 
+from twinscan.recon.raster.project_fast import fully_fused_projection_fast, spherical_harmonics_fast
+
+ProjectionBackend = Literal["numba", "torch"]
 ALPHA_THRESHOLD = 1.0 / 255.0  # gsplat's ALPHA_THRESHOLD: weaker splats are skipped
 EXTEND_MAX = 3.33  # gsplat's bound on a splat's screen radius, in standard deviations
 
@@ -36,14 +42,23 @@ class ScreenGaussians:
 
 def project(means: Tensor, quats: Tensor, scales: Tensor, opacities: Tensor, viewmats: Tensor, Ks: Tensor,
             width: int, height: int, near_plane: float = 0.01, far_plane: float = 1e10, eps2d: float = 0.3,
-            radius_clip: float = 0.0, antialiased: bool = False) -> ScreenGaussians:
-    """Project N Gaussians (activated scales/opacities, wxyz quats) into C pinhole cameras."""
-    covars, _ = _quat_scale_to_covar_preci(quats, scales, compute_covar=True, compute_preci=False)
-    radii_loose, means2d, depths, conics, compensations = _fully_fused_projection(
-        means, covars, viewmats, Ks, width, height, eps2d=eps2d, near_plane=near_plane,
-        far_plane=far_plane, calc_compensations=antialiased)
+            radius_clip: float = 0.0, antialiased: bool = False,
+            backend: ProjectionBackend = "numba") -> ScreenGaussians:
+    """Project N Gaussians (activated scales/opacities, wxyz quats) into C pinhole cameras.
+
+    backend "numba" runs the numba kernels where they apply (float32 CPU tensors, Ks without
+    gradient), else gsplat's torch reference, as "torch" always does.
+    """
+    if backend == "numba" and _fast_path_applies(means, quats, scales, viewmats, Ks) and not Ks.requires_grad:
+        radii_loose, means2d, depths, conics, compensations = fully_fused_projection_fast(
+            means, quats, scales, viewmats, Ks, width, height, eps2d, near_plane, far_plane)
+    else:
+        covars, _ = _quat_scale_to_covar_preci(quats, scales, compute_covar=True, compute_preci=False)
+        radii_loose, means2d, depths, conics, compensations = _fully_fused_projection(
+            means, covars, viewmats, Ks, width, height, eps2d=eps2d, near_plane=near_plane,
+            far_plane=far_plane, calc_compensations=antialiased)
     view_opacities = opacities[None, :].expand(len(viewmats), -1)
-    if compensations is not None:
+    if antialiased:
         view_opacities = view_opacities * compensations
     radii = _tight_radii(means2d.detach(), conics.detach(), view_opacities.detach(), radii_loose,
                          width, height, radius_clip)
@@ -67,15 +82,26 @@ def _tight_radii(means2d: Tensor, conics: Tensor, opacities: Tensor, radii_loose
     return torch.where(keep[..., None], radius, 0.0).int()
 
 
-def colors_from_sh(means: Tensor, sh_coeffs: Tensor, viewmats: Tensor, sh_degree: int) -> Tensor:
-    """View-dependent RGB [C, N, 3] from SH [N, K, 3], as gsplat: max(SH(dir) + 0.5, 0)."""
+def colors_from_sh(means: Tensor, sh_coeffs: Tensor, viewmats: Tensor, sh_degree: int,
+                   backend: ProjectionBackend = "numba") -> Tensor:
+    """View-dependent RGB [C, N, 3] from SH [N, K, 3], as gsplat: max(SH(dir) + 0.5, 0).
+
+    backend "numba" evaluates degrees 0-3 of float32 CPU tensors with the numba kernels.
+    """
     if (sh_degree + 1) ** 2 > sh_coeffs.shape[-2]:
         raise ValueError(f"sh_degree {sh_degree} needs {(sh_degree + 1) ** 2} coefficients, "
                          f"got {sh_coeffs.shape[-2]}")
     campos = torch.inverse(viewmats)[:, :3, 3]  # [C, 3]
     dirs = means[None, :, :] - campos[:, None, :]  # [C, N, 3]
+    if backend == "numba" and sh_degree <= 3 and _fast_path_applies(dirs, sh_coeffs):
+        return spherical_harmonics_fast(sh_degree, dirs, sh_coeffs)
     coeffs = sh_coeffs[None].expand(len(viewmats), *sh_coeffs.shape)
     return torch.clamp_min(_spherical_harmonics(sh_degree, dirs, coeffs) + 0.5, 0.0)
+
+
+def _fast_path_applies(*tensors: Tensor) -> bool:
+    """The numba kernels take float32 CPU tensors (others, e.g. float64 for gradcheck, use torch)."""
+    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
 
 
 def tile_grid(width: int, height: int, tile_size: int) -> tuple[int, int]:
