@@ -8,14 +8,18 @@ import os
 # spinning starves the other runtime (small torch ops ran 45x slower). Set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from enum import Enum  # noqa: E402
-from pathlib import Path
+from pathlib import Path  # noqa: E402
 from typing import Annotated, Optional
 
 import typer
 
 from twinscan import __version__
+from twinscan.cli.batch import batch as batch_command
 from twinscan.cli.errors import user_errors
+from twinscan.cli.options import (Convex, Device, DeviceChoice, Force, Half, Mapper, MapperChoice, MarkerDict,
+                                  MarkerSize, MaxFrames, OutDir, Quality, QualityChoice, Scale, Usdz, VideoArg,
+                                  Workdir)
+from twinscan.cli.report import report as report_command
 from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
 from twinscan.errors import TwinscanError
 from twinscan.pipeline import (CaptureOptions, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
@@ -32,42 +36,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-
-
-class QualityChoice(str, Enum):
-    smoke = "smoke"
-    preview = "preview"
-    standard = "standard"
-    high = "high"
-
-
-class DeviceChoice(str, Enum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
-
-
-class MapperChoice(str, Enum):
-    global_ = "global"
-    incremental = "incremental"
-
-
-Quality = Annotated[QualityChoice, typer.Option(
-    "--quality", "-q", help="smoke (a minute: proves the setup on a tiny capture), preview (minutes on a laptop), standard, or high (GPU node).")]
-Device = Annotated[DeviceChoice, typer.Option(help="auto picks CUDA when this machine has a GPU, else the CPU.")]
-Force = Annotated[bool, typer.Option("--force", help="Redo the stage even if it already finished.")]
-OutDir = Annotated[Path, typer.Option("--out", "-o", help="Capture workspace folder (created if missing).")]
-Workdir = Annotated[Path, typer.Argument(help="Capture workspace folder made by `twinscan frames` or `capture`.")]
-VideoArg = Annotated[Path, typer.Argument(help="Walkthrough video (mp4/mov/m4v, H.264 or HEVC) or a folder of images.")]
-MaxFrames = Annotated[Optional[int], typer.Option(help="Keep at most this many frames (default: the preset's).")]
-Mapper = Annotated[MapperChoice, typer.Option(help="incremental (default: fastest accurate one in benchmarks/bench_sfm.py) or global (GLOMAP).")]
-MarkerSize = Annotated[Optional[float], typer.Option(
-    help="Side length in metres of a printed ArUco/AprilTag marker in the scene: gives metric scale.")]
-MarkerDict = Annotated[str, typer.Option(help="Marker dictionary, e.g. 4x4_50, 6x6_250, apriltag_36h11.")]
-Scale = Annotated[Optional[float], typer.Option(help="Known metres per reconstruction unit, when there is no marker.")]
-Convex = Annotated[bool, typer.Option("--convex", help="Add a convex decomposition (CoACD) for dynamic bodies.")]
-Usdz = Annotated[bool, typer.Option("--usdz", help="Also write one packaged .usdz.")]
-Half = Annotated[bool, typer.Option("--half", help="Store splat attributes in half precision (half the size).")]
 
 
 def _version(value: bool) -> None:
@@ -247,9 +215,8 @@ def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder, 
         print_workspace_info(Workspace(path))
 
 
-from twinscan.cli.report import report as report_command  # noqa: E402 (commands in their own modules)
-
 app.command(name="report")(report_command)
+app.command(name="batch")(batch_command)
 
 
 def main() -> None:

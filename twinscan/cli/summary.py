@@ -13,7 +13,7 @@ from twinscan.workspace import STAGE_ORDER, Workspace
 _STATUS_STYLE = {"done": "green", "running": "yellow", "failed": "red"}
 
 
-def _format_figure(value: Any) -> str:
+def format_figure(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -22,7 +22,7 @@ def _format_figure(value: Any) -> str:
 def _figures_text(record: dict[str, Any], limit: int = 8) -> str:
     figures = record.get("figures") or {}
     simple = [(k, v) for k, v in figures.items() if isinstance(v, (int, float, str, bool))]
-    return ", ".join(f"{k}={_format_figure(v)}" for k, v in simple[:limit])
+    return ", ".join(f"{k}={format_figure(v)}" for k, v in simple[:limit])
 
 
 def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
@@ -43,7 +43,7 @@ def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
         status = record.get("status", "?")
         detail = record.get("error", "") if status == "failed" else _figures_text(record)
         table.add_row(name, f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]",
-                      _format_figure(record.get("seconds", "")), detail)
+                      format_figure(record.get("seconds", "")), detail)
     console.print(table)
     for name, record in stages.items():
         for warning in record.get("warnings", []):
@@ -68,7 +68,7 @@ def print_usd_summary(usd_path) -> None:
         if key == "prims":
             table.add_row("prims", str(len(value)))
         elif isinstance(value, dict):
-            table.add_row(key, ", ".join(f"{k}={_format_figure(v)}" for k, v in value.items()))
+            table.add_row(key, ", ".join(f"{k}={format_figure(v)}" for k, v in value.items()))
         else:
-            table.add_row(key, _format_figure(value))
+            table.add_row(key, format_figure(value))
     console.print(table)
