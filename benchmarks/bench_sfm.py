@@ -1,112 +1,171 @@
 """SfM benchmark: global vs incremental mapping, sequential(+loop keyframes) vs exhaustive matching.
 
-On a synthetic walkthrough (exact ground truth): time, registration, pose error after a similarity
-alignment, and -- from the floor marker alone, no ground-truth alignment -- scale, up and floor
-errors. Then the same mappers on fountain_p11 against its ground-truth poses, when shared/data has it.
+On a synthetic walkthrough with exact ground truth: time of each step, registration, pose error
+after a similarity alignment, and -- from the floor marker alone, no ground-truth alignment --
+scale, up and floor errors. Features are extracted once and each matching is run once; both mappers
+then start from a copy of the same matched database, so a combination's time is
+extract + match + map. Every step runs in a child process with a time limit.
 
-    python benchmarks/bench_sfm.py                         # the issue's size: 300 frames at 960 px
-    python benchmarks/bench_sfm.py --frames 60 --width 640  # what fits a 2-core machine
+    python benchmarks/bench_sfm.py                                  # the issue's size: the bundled
+                                                                    # sample, every 2nd frame (300 at 960 px)
+    python benchmarks/bench_sfm.py --generate --frames 60 --width 640   # a generated walkthrough
 
-Default picked from this table: incremental mapping with sequential(+loop keyframes) matching, the
-fastest combination that met the accuracy bar. Measured on 2 busy CPU cores, 60 frames at 640 px:
-incremental/sequential 328 s, 0.013% RMSE, 0.06 deg; incremental/exhaustive 398 s; global/exhaustive
-518 s (as accurate); global/sequential 373 s but wrong (10.8% RMSE, 28 deg): GLOMAP needs the dense
-view graph of exhaustive matching here, and is not faster on CPU at these sizes.
+Exhaustive matching is first timed on a random subset of its pairs; when that extrapolates past the
+time limit, the full run is skipped and the extrapolated matching time is reported instead.
+
+Default (SfmConfig): incremental mapping with sequential(+loop keyframes) matching. On 100 frames
+at 960 px both mappers met the accuracy bar after sequential matching (incremental 0.010 % RMSE,
+global 0.009 %), incremental mapped faster (124 s vs 175 s), and exhaustive matching extrapolated
+to 5360 s against 489 s for sequential; at 60 frames, 640 px, global mapping failed after sequential
+matching (10.8 % RMSE) and needed exhaustive.
+
+Real captures (fox, fountain_p11, apple video) are in benchmarks/bench_sfm_real.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import av
 import numpy as np
 
-from twinscan.recon.sfm import SfmConfig, run_sfm
+from twinscan.recon.sfm import SfmConfig
 from twinscan.recon.sfm.evaluate import pose_error
-from twinscan.recon.sfm.stage import posed_cameras
+from twinscan.recon.sfm.reconstruct import extract_features, map_features, match_features, model_figures
+from twinscan.recon.sfm.stage import align_to_world, posed_cameras
 from twinscan.synth import CaptureConfig, load_ground_truth, make_capture
-from twinscan.workspace import Workspace
 
-COMBINATIONS = (("global", "sequential"), ("incremental", "sequential"),
-                ("global", "exhaustive"), ("incremental", "exhaustive"))
-FOUNTAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "fountain_p11"
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "factory_cell"
+MAPPERS = ("global", "incremental")
+MATCHINGS = ("sequential", "exhaustive")
+SUBSET_PAIRS = 300  # random pairs timed before a full exhaustive matching
 
 
-def synthetic_frames(cache: Path, frames: int, width: int, seed: int) -> tuple[Path, object]:
-    """A cached 20 s walkthrough with exactly `frames` video frames, all of them in a frames workspace
-    (SfM alone is measured here, so frames are not picked by the frames stage)."""
+# ---- inputs ------------------------------------------------------------------------------------
+def generated_capture(cache: Path, frames: int, width: int, seed: int) -> Path:
+    """A cached 20 s generated walkthrough with exactly `frames` video frames."""
     capture_dir = cache / f"capture_{width}_{frames}_{seed}"
     if not capture_dir.exists():
         make_capture(CaptureConfig(width=width, height=width * 9 // 16 // 2 * 2, fps=frames / 20.0,
                                    duration_s=20.0, seed=seed), capture_dir)
-    truth = load_ground_truth(capture_dir)
-    frames_ws = cache / f"frames_of_{capture_dir.name}"
-    if not frames_ws.exists():
-        (frames_ws / "frames").mkdir(parents=True)
-        entries = []
-        with av.open(str(truth.video_path)) as container:
+    return capture_dir
+
+
+def frames_folder(cache: Path, capture_dir: Path, every: int) -> tuple[Path, list[str], list[int]]:
+    """Every `every`-th video frame as JPEG (cached); (folder, names in time order, source indices).
+    SfM alone is measured here, so frames are not picked by the frames stage."""
+    folder = cache / f"frames_{capture_dir.name}_every{every}"
+    if not folder.exists():
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with av.open(str(capture_dir / "video.mp4")) as container:
             for index, frame in enumerate(container.decode(video=0)):
-                name = f"{index:06d}.jpg"
-                frame.to_image().save(frames_ws / "frames" / name, quality=95)
-                entries.append({"file": f"frames/{name}", "source_index": index, "time_s": float(frame.time),
-                                "sharpness": None, "motion": None})
-        (frames_ws / "frames.json").write_text(json.dumps(entries))
-    return frames_ws, truth
+                if index % every == 0:
+                    frame.to_image().save(tmp / f"{index:06d}.jpg", quality=95)
+        tmp.rename(folder)
+    names = sorted(path.name for path in folder.glob("*.jpg"))
+    return folder, names, [int(Path(name).stem) for name in names]
 
 
-def fresh_copy(frames_ws: Path, out: Path) -> Workspace:
-    shutil.copytree(frames_ws / "frames", out / "frames")
-    shutil.copyfile(frames_ws / "frames.json", out / "frames.json")
-    return Workspace(out)
-
-
-def synthetic_row(ws: Workspace, truth, cfg: SfmConfig) -> dict[str, object]:
+# ---- steps, each in a child process with a time limit --------------------------------------------
+def _step(result_file: str, step: str, args: tuple) -> None:
     import pycolmap
 
-    started = time.time()
-    figures = run_sfm(ws, cfg)
-    seconds = time.time() - started
-    model = pycolmap.Reconstruction(ws.path("sfm"))
-    source_index = {Path(e["file"]).name: e["source_index"] for e in json.loads(ws.path("frames.json").read_text())}
+    pycolmap.logging.minloglevel = pycolmap.logging.ERROR
+    wall, cpu = time.time(), time.process_time()
+    {"extract": extract_features, "match": match_features, "map": _map_and_save, "pairs": _match_pairs}[step](*args)
+    Path(result_file).write_text(json.dumps({"wall_s": time.time() - wall, "cpu_s": time.process_time() - cpu}))
+
+
+def _map_and_save(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) -> None:
+    models = map_features(database, image_dir, work, cfg)
+    if models:
+        best = max(models.values(), key=lambda model: model.num_reg_images())
+        (work / "best").mkdir()
+        best.write(work / "best")
+
+
+def _match_pairs(database: Path, pairs_file: Path) -> None:
+    import pycolmap
+
+    imported = pycolmap.ImportedPairingOptions()
+    imported.match_list_path = str(pairs_file)
+    pycolmap.match_image_pairs(database, pairing_options=imported)
+
+
+def timed(step: str, args: tuple, timeout_s: float, scratch: Path) -> dict[str, float] | None:
+    """{wall_s, cpu_s} of one step, or None when it ran past timeout_s (the child is killed)."""
+    result_file = scratch / f"result_{step}_{time.time_ns()}.json"
+    child = multiprocessing.get_context("spawn").Process(target=_step, args=(str(result_file), step, args))
+    child.start()
+    child.join(timeout_s)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return None
+    if child.exitcode != 0 or not result_file.exists():
+        raise RuntimeError(f"{step} failed (exit code {child.exitcode})")
+    return json.loads(result_file.read_text())
+
+
+def extracted_features(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig, timeout_s: float,
+                       scratch: Path) -> dict[str, float] | None:
+    """{wall_s, cpu_s} of extracting the features into `database`; kept in the cache with its timing,
+    since every combination starts from the same features."""
+    timing = database.with_suffix(".json")
+    if database.exists() and timing.exists():
+        return json.loads(timing.read_text())
+    partial = scratch / "extracting.db"
+    seconds = timed("extract", (partial, image_dir, names, cfg), timeout_s, scratch)
+    if seconds is not None:
+        shutil.copyfile(partial, database)
+        timing.write_text(json.dumps(seconds))
+    return seconds
+
+
+def exhaustive_estimate(database: Path, names: list[str], scratch: Path, timeout_s: float, seed: int) -> float:
+    """Seconds (wall) that exhaustive matching of all pairs would take, from SUBSET_PAIRS random pairs."""
+    rng = np.random.default_rng(seed)
+    all_pairs = [(a, b) for a in range(len(names)) for b in range(a + 1, len(names))]
+    subset = [all_pairs[i] for i in rng.choice(len(all_pairs), min(SUBSET_PAIRS, len(all_pairs)), replace=False)]
+    pairs_file = scratch / "subset_pairs.txt"
+    pairs_file.write_text("".join(f"{names[a]} {names[b]}\n" for a, b in subset))
+    copy = scratch / "subset.db"
+    shutil.copyfile(database, copy)
+    seconds = timed("pairs", (copy, pairs_file), timeout_s, scratch)
+    copy.unlink()
+    return float("inf") if seconds is None else seconds["wall_s"] * len(all_pairs) / len(subset)
+
+
+# ---- evaluation ----------------------------------------------------------------------------------
+def evaluate(model, truth, source_index: dict[str, int], image_dir: Path, cfg: SfmConfig, total: int) -> dict:
+    """Registration, pose error after a similarity to ground truth, and the world frame from the
+    marker alone (scale, up, floor), as the stage would align it."""
+    import pycolmap
+
+    figures = model_figures(model, total)
+    align_to_world(model, image_dir, cfg)
     names = sorted(image.name for image in model.images.values() if image.has_pose)
     estimated = posed_cameras(model)
     true = truth.world_from_cam[[source_index[name] for name in names]]
     aligned = pose_error(estimated, true)
     gt_from_estimated = pycolmap.estimate_sim3d(estimated[:, :3, 3], true[:, :3, 3])
     up = gt_from_estimated.rotation.matrix() @ [0.0, 0.0, 1.0]
-    return {"seconds": seconds, "registered": f"{figures['registered']}/{figures['total']}",
+    return {"registered": f"{figures['registered']}/{total}", "reproj_px": figures["mean_reprojection_error_px"],
             "rmse_pct": 100 * aligned.relative_rmse, "rot_deg": aligned.rotation_mean_deg,
-            "scale_err_pct": 100 * (gt_from_estimated.scale - 1),
+            "rot_max_deg": aligned.rotation_max_deg, "scale_err_pct": 100 * (gt_from_estimated.scale - 1),
             "up_err_deg": float(np.degrees(np.arccos(np.clip(up[2], -1, 1)))),
-            # cameras' height above the true floor vs above the estimated one (metres)
+            # cameras' height above the estimated floor minus above the true one (metres)
             "floor_err_m": float(np.mean(estimated[:, 2, 3] - true[:, 2, 3]))}
-
-
-def fountain_row(out: Path, mapper: str) -> dict[str, object]:
-    import pycolmap
-
-    frames = sorted(json.loads((FOUNTAIN / "poses.json").read_text())["frames"], key=lambda f: f["file_path"])
-    (out / "frames").mkdir(parents=True)
-    entries = []
-    for index, frame in enumerate(frames):
-        name = Path(frame["file_path"]).name
-        shutil.copyfile(FOUNTAIN / frame["file_path"], out / "frames" / name)
-        entries.append({"file": f"frames/{name}", "source_index": index, "time_s": index, "sharpness": 1, "motion": 0})
-    (out / "frames.json").write_text(json.dumps(entries))
-    started = time.time()
-    figures = run_sfm(Workspace(out), SfmConfig(max_side=1024, mapper=mapper, overlap=3, loop_keyframes=11))
-    seconds = time.time() - started
-    model = pycolmap.Reconstruction(out / "sfm")
-    by_name = {Path(f["file_path"]).name: np.array(f["camera_to_world"]) for f in frames}
-    names = sorted(image.name for image in model.images.values() if image.has_pose)
-    error = pose_error(posed_cameras(model), np.array([by_name[name] for name in names]))
-    return {"seconds": seconds, "registered": f"{figures['registered']}/{figures['total']}",
-            "rmse_pct": 100 * error.relative_rmse, "rmse_m": error.position_rmse, "rot_deg": error.rotation_mean_deg}
 
 
 def print_table(title: str, rows: list[tuple[str, dict[str, object]]]) -> None:
@@ -116,38 +175,97 @@ def print_table(title: str, rows: list[tuple[str, dict[str, object]]]) -> None:
     print("|---" * (len(columns) + 1) + "|")
     for name, row in rows:
         cells = [f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in columns]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
+def run_all(capture_dir: Path, every: int, cfg: SfmConfig, timeout_s: float, extract_timeout_s: float,
+            cache: Path, only: list[str] | None) -> list[tuple[str, dict[str, object]]]:
+    import pycolmap
+
+    truth = load_ground_truth(capture_dir)
+    image_dir, names, indices = frames_folder(cache, capture_dir, every)
+    source_index = dict(zip(names, indices))
+    rows: list[tuple[str, dict[str, object]]] = []
+    with tempfile.TemporaryDirectory(dir=cache) as scratch_name:
+        scratch = Path(scratch_name)
+        extracted = cache / f"{image_dir.name}_{cfg.max_side}px_{cfg.max_features}.db"
+        extract = extracted_features(extracted, image_dir, names, cfg, extract_timeout_s, scratch)
+        if extract is None:
+            return [("all", {"error": f"feature extraction ran past {extract_timeout_s:.0f} s"})]
+        print(f"extraction: {extract['wall_s']:.0f} s wall, {extract['cpu_s']:.0f} s CPU", flush=True)
+        for matching in MATCHINGS:
+            wanted = [m for m in MAPPERS if not only or f"{m}/{matching}" in only]
+            if not wanted:
+                continue
+            matched = scratch / f"{matching}.db"
+            shutil.copyfile(extracted, matched)
+            match_cfg = replace(cfg, matching=matching)
+            if matching == "exhaustive":
+                estimate = exhaustive_estimate(matched, names, scratch, timeout_s, cfg.seed)
+                print(f"exhaustive matching, extrapolated from {SUBSET_PAIRS} random pairs: {estimate:.0f} s",
+                      flush=True)
+                if estimate > 0.9 * timeout_s:
+                    for mapper in wanted:
+                        rows.append((f"{mapper}/{matching}", {
+                            "extract_s": extract["wall_s"],
+                            "match_s": f"not run: {estimate:.0f} (extrapolated from {SUBSET_PAIRS} pairs)"}))
+                    continue
+            match = timed("match", (matched, names, match_cfg, scratch), timeout_s, scratch)
+            if match is None:
+                for mapper in wanted:
+                    rows.append((f"{mapper}/{matching}", {"extract_s": extract["wall_s"],
+                                                          "match_s": f"timeout > {timeout_s:.0f}"}))
+                continue
+            print(f"{matching} matching: {match['wall_s']:.0f} s wall, {match['cpu_s']:.0f} s CPU", flush=True)
+            for mapper in wanted:
+                work = scratch / f"{mapper}_{matching}"
+                work.mkdir()
+                database = work / "database.db"
+                shutil.copyfile(matched, database)
+                map_cfg = replace(match_cfg, mapper=mapper)
+                mapped = timed("map", (database, image_dir, work, map_cfg), timeout_s, scratch)
+                row: dict[str, object] = {"extract_s": extract["wall_s"], "match_s": match["wall_s"]}
+                if mapped is None:
+                    row["map_s"] = f"timeout > {timeout_s:.0f}"
+                else:
+                    row.update(map_s=mapped["wall_s"],
+                               total_s=extract["wall_s"] + match["wall_s"] + mapped["wall_s"],
+                               cpu_s=extract["cpu_s"] + match["cpu_s"] + mapped["cpu_s"])
+                    model = pycolmap.Reconstruction(work / "best") if (work / "best").exists() else None
+                    if model is None or model.num_reg_images() < 3:
+                        row["registered"] = f"{model.num_reg_images() if model else 0}/{len(names)}"
+                    else:
+                        row.update(evaluate(model, truth, source_index, image_dir, map_cfg, len(names)))
+                rows.append((f"{mapper}/{matching}", row))
+                print_table("partial", rows[-1:])
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--frames", type=int, default=300)
-    parser.add_argument("--width", type=int, default=960)
+    parser.add_argument("--capture", type=Path, default=SAMPLE, help="a synthetic capture folder (ground_truth.json)")
+    parser.add_argument("--every", type=int, default=2, help="use every n-th video frame")
+    parser.add_argument("--generate", action="store_true", help="generate a walkthrough instead (--frames, --width)")
+    parser.add_argument("--frames", type=int, default=60)
+    parser.add_argument("--width", type=int, default=960, help="longest image side for SfM, pixels")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per matching or mapping")
+    parser.add_argument("--extract-timeout", type=float, default=3600, help="seconds for the shared extraction")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "twinscan-bench-sfm")
     parser.add_argument("--only", nargs="*", help="mapper/matching pairs to run, e.g. incremental/sequential")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
-    frames_ws, truth = synthetic_frames(args.cache, args.frames, args.width, args.seed)
-    rows = []
-    with tempfile.TemporaryDirectory(dir=args.cache) as scratch:
-        for mapper, matching in COMBINATIONS:
-            if args.only and f"{mapper}/{matching}" not in args.only:
-                continue
-            ws = fresh_copy(frames_ws, Path(scratch) / f"{mapper}_{matching}")
-            cfg = SfmConfig(max_side=args.width, mapper=mapper, matching=matching, marker_size=truth.marker.size_m,
-                            marker_dict=truth.marker.dict_name)
-            try:
-                rows.append((f"{mapper}/{matching}", synthetic_row(ws, truth, cfg)))
-            except Exception as error:  # a failed combination is a result too
-                rows.append((f"{mapper}/{matching}", {"error": str(error)[:80]}))
-            print_table("partial", rows[-1:])
-        print_table(f"synthetic cell, {args.width} px, {len(json.loads((frames_ws / 'frames.json').read_text()))} frames"
-                    " (errors from the marker alone, except rmse/rot: after a similarity to ground truth)", rows)
-        if FOUNTAIN.exists():
-            fountain = [(mapper, fountain_row(Path(scratch) / f"fountain_{mapper}", mapper))
-                        for mapper in ("global", "incremental")]
-            print_table("fountain_p11, 11 images at 1024 px (similarity-aligned to Strecha ground truth)", fountain)
+    capture_dir = generated_capture(args.cache, args.frames, args.width, args.seed) if args.generate else args.capture
+    every = 1 if args.generate else args.every
+    truth = load_ground_truth(capture_dir)
+    cfg = SfmConfig(max_side=args.width, max_features=4096 if args.width <= 640 else 8192, seed=args.seed,
+                    marker_size=truth.marker.size_m, marker_dict=truth.marker.dict_name)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    rows = run_all(capture_dir, every, cfg, args.timeout, args.extract_timeout, args.cache, args.only)
+    frames = len(range(0, truth.frame_count, every))
+    print_table(f"{capture_dir.name}: {frames} frames at {args.width} px, started {started}, "
+                f"{os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f} "
+                "(rmse/rot after a similarity to ground truth; scale, up, floor from the marker alone)", rows)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twinscan.errors import TwinscanError
 from twinscan.presets import get_preset
 from twinscan.workspace import Workspace
+
+if TYPE_CHECKING:
+    from twinscan.recon.sfm import SfmConfig
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,28 @@ def run_frames_stage(ws: Workspace, video: Path, options: CaptureOptions) -> dic
     return run_frames(ws, video, config, force=options.force)
 
 
-def run_sfm_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
-    from twinscan.recon.sfm import SfmConfig, run_sfm
+def sfm_config(options: CaptureOptions) -> SfmConfig:
+    from twinscan.recon.sfm import SfmConfig
 
-    config = SfmConfig.from_preset(
+    return SfmConfig.from_preset(
         get_preset(options.quality), mapper=options.mapper, marker_size=options.marker_size,
         marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered)
-    return run_sfm(ws, config, force=options.force)
+
+
+def run_sfm_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+    from twinscan.recon.sfm import run_sfm
+
+    return run_sfm(ws, sfm_config(options), force=options.force)
+
+
+def import_sfm_stage(ws: Workspace, options: CaptureOptions, from_colmap: Path | None = None,
+                     from_transforms: Path | None = None) -> dict[str, Any]:
+    """The sfm stage from poses made elsewhere (points triangulated when the import has none)."""
+    from twinscan.recon.sfm import import_colmap, import_transforms
+
+    if from_colmap is not None:
+        return import_colmap(ws, from_colmap, sfm_config(options))
+    return import_transforms(ws, from_transforms, sfm_config(options))
 
 
 def run_splats_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:

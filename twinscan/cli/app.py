@@ -22,7 +22,7 @@ from twinscan.cli.options import (Convex, Device, DeviceChoice, Force, Half, Map
 from twinscan.cli.report import report as report_command
 from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
 from twinscan.errors import TwinscanError
-from twinscan.pipeline import (CaptureOptions, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
+from twinscan.pipeline import (CaptureOptions, import_sfm_stage, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
                                run_splats_stage, run_usd_stage)
 from twinscan.progress import console
 from twinscan.workspace import Workspace
@@ -105,20 +105,14 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapp
     Example: twinscan sfm cell_twin --marker-size 0.30 --marker-dict 4x4_50
              twinscan sfm cell_twin --from-colmap colmap/sparse/0
     """
-    if from_colmap is not None or from_transforms is not None:
-        from twinscan.recon.sfm import import_colmap, import_transforms
-
-        ws = Workspace(workdir)
-        with ws.locked():
-            if from_colmap is not None:
-                import_colmap(ws, from_colmap)
-            else:
-                import_transforms(ws, from_transforms)
-        print_workspace_info(ws, only="sfm")
-        return
     options = CaptureOptions(quality=quality.value, mapper=mapper.value, marker_size=marker_size,
                              marker_dict=marker_dict, scale=scale, force=force)
-    run_sfm_stage(Workspace(workdir), options)
+    if from_colmap is not None or from_transforms is not None:
+        ws = Workspace(workdir)
+        with ws.locked():
+            import_sfm_stage(ws, options, from_colmap, from_transforms)
+    else:
+        run_sfm_stage(Workspace(workdir), options)
     print_workspace_info(Workspace(workdir), only="sfm")
 
 

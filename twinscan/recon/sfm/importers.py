@@ -2,12 +2,15 @@
 (nerfstudio, Polycam, Record3D exports; metric when they come from ARKit).
 
 Both write what `run_sfm` writes (OUT/sfm/, OUT/transforms.json) and record the `sfm` stage, and
-copy the images into OUT/frames/ (with a frames.json) when the workspace has none.
+copy the images into OUT/frames/ (with a frames.json) when the workspace has none. Poses that come
+without 3D points (always for transforms.json) get them triangulated with the poses held fixed,
+since the splats stage starts from the sparse points.
 """
 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ import numpy as np
 from twinscan import atomic
 from twinscan.errors import TwinscanError
 from twinscan.recon.sfm.nerfstudio import read_transforms
-from twinscan.recon.sfm.reconstruct import model_figures
+from twinscan.recon.sfm.reconstruct import model_figures, triangulate_known_poses
 from twinscan.recon.sfm.stage import FRAMES_DIR, VERSIONS, align_to_world, write_outputs
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.workspace import Workspace, fingerprint, tool_versions
@@ -47,13 +50,19 @@ def _adopt_images(ws: Workspace, sources: dict[str, Path]) -> None:
              "motion": None} for index, name in enumerate(sorted(sources))])
 
 
-def _record(ws: Workspace, source: Path, model, align: bool) -> dict[str, Any]:
-    """Align (COLMAP imports only: their frame is arbitrary), write the outputs, record the stage."""
-    params = {"imported_from": str(source.resolve())}
+def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> dict[str, Any]:
+    """Triangulate points when there are none, align (COLMAP imports only: their frame is arbitrary),
+    write the outputs, record the stage."""
+    triangulate = model.num_points3D() == 0
+    params = {"imported_from": str(source.resolve()), "triangulated": triangulate,
+              **({"triangulation": cfg} if triangulate else {})}
     with ws.run_stage("sfm", params, {"source": fingerprint(source)}, tool_versions(*VERSIONS)) as run:
+        if triangulate:
+            with tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work-") as work:
+                model = triangulate_known_poses(model, ws.path(FRAMES_DIR), Path(work), cfg)
         run.figures.update(model_figures(model, model.num_images()))
         if align:
-            _, world_figures, warnings = align_to_world(model, ws.path(FRAMES_DIR), SfmConfig())
+            _, world_figures, warnings = align_to_world(model, ws.path(FRAMES_DIR), cfg)
             run.figures.update(world_figures)
             run.warnings.extend(warnings)
             ws.set_info("world", {key: world_figures[key] for key in ("world_from_colmap", "scale_source", "scale")})
@@ -65,8 +74,11 @@ def _record(ws: Workspace, source: Path, model, align: bool) -> dict[str, Any]:
     return run.figures
 
 
-def import_colmap(ws: Workspace, directory: str | Path) -> dict[str, Any]:
-    """Adopt a COLMAP model (one shared OPENCV camera), aligned to Z up with the floor at z = 0."""
+def import_colmap(ws: Workspace, directory: str | Path, cfg: SfmConfig | None = None) -> dict[str, Any]:
+    """Adopt a COLMAP model (one shared OPENCV camera), aligned to Z up with the floor at z = 0.
+
+    `cfg` sets the features and matching used when the model has no points, and the scale source.
+    """
     import pycolmap
 
     directory = Path(directory)
@@ -76,11 +88,12 @@ def import_colmap(ws: Workspace, directory: str | Path) -> dict[str, Any]:
                   directory.parent.parent / "images", directory.parent / FRAMES_DIR]  # the last: a twinscan OUT/sfm
     image_dir = next((d for d in image_dirs if all((d / name).exists() for name in names)), directory / "images")
     _adopt_images(ws, {name: image_dir / name for name in names})
-    return _record(ws, directory, model, align=True)
+    return _record(ws, directory, model, align=True, cfg=cfg or SfmConfig())
 
 
-def import_transforms(ws: Workspace, file: str | Path) -> dict[str, Any]:
-    """Adopt a nerfstudio transforms.json (one shared camera), keeping its poses' frame and scale."""
+def import_transforms(ws: Workspace, file: str | Path, cfg: SfmConfig | None = None) -> dict[str, Any]:
+    """Adopt a nerfstudio transforms.json (one shared camera), keeping its poses' frame and scale,
+    and triangulate its points (features and matching as `cfg` says)."""
     import pycolmap
 
     file = Path(file)
@@ -98,4 +111,4 @@ def import_transforms(ws: Workspace, file: str | Path) -> dict[str, Any]:
         model.add_image_with_trivial_frame(pycolmap.Image(name=name, camera_id=1, image_id=image_id),
                                            pycolmap.Rigid3d(cam_from_world))
     _adopt_images(ws, sources)
-    return _record(ws, file, model, align=False)
+    return _record(ws, file, model, align=False, cfg=cfg or SfmConfig())

@@ -22,12 +22,16 @@ def loop_pairs(num_images: int, keyframes: int, overlap: int) -> list[tuple[int,
     return [(int(a), int(b)) for i, a in enumerate(picked) for b in picked[i + 1:] if b - a > overlap]
 
 
-def _extract(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig) -> None:
+def extract_features(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig, camera=None) -> None:
+    """SIFT into `database`, one shared OPENCV camera: `camera` (a pycolmap.Camera) when the
+    intrinsics are known, else a focal prior from EXIF or `cfg.focal_factor`."""
     import pycolmap
 
     reader = pycolmap.ImageReaderOptions()
-    reader.camera_model = "OPENCV"
+    reader.camera_model = "OPENCV" if camera is None else camera.model_name
     reader.default_focal_length_factor = cfg.focal_factor
+    if camera is not None:
+        reader.camera_params = camera.params_to_string()
     extraction = pycolmap.FeatureExtractionOptions()
     extraction.max_image_size = cfg.max_side
     extraction.sift.max_num_features = cfg.max_features
@@ -36,7 +40,8 @@ def _extract(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig) 
                               reader_options=reader, extraction_options=extraction)
 
 
-def _match(database: Path, names: list[str], cfg: SfmConfig, work: Path) -> None:
+def match_features(database: Path, names: list[str], cfg: SfmConfig, work: Path) -> None:
+    """Exhaustive, or sequential in name order plus all-to-all loop keyframes (`loop_pairs`)."""
     import pycolmap
 
     matching = pycolmap.FeatureMatchingOptions()
@@ -58,7 +63,8 @@ def _match(database: Path, names: list[str], cfg: SfmConfig, work: Path) -> None
         pycolmap.match_image_pairs(database, matching_options=matching, pairing_options=imported)
 
 
-def _map(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) -> dict:
+def map_features(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) -> dict:
+    """{index: pycolmap.Reconstruction} from the matched database, global or incremental."""
     import pycolmap
 
     models = work / "models"
@@ -83,11 +89,11 @@ def reconstruct(image_dir: Path, names: list[str], work: Path, cfg: SfmConfig,
     pycolmap.logging.minloglevel = pycolmap.logging.ERROR  # COLMAP's INFO lines would bury the progress bars
     pycolmap.set_random_seed(cfg.seed)
     database = work / "database.db"
-    _extract(database, image_dir, names, cfg)
+    extract_features(database, image_dir, names, cfg)
     advance(1, status="features extracted")
-    _match(database, names, cfg, work)
+    match_features(database, names, cfg, work)
     advance(1, status="matched")
-    models = _map(database, image_dir, work, cfg)
+    models = map_features(database, image_dir, work, cfg)
     advance(1, status=f"{cfg.mapper} mapping done")
     if not models:
         return None
@@ -106,3 +112,47 @@ def model_figures(model, total: int) -> dict[str, float | int]:
         "mean_track_length": round(model.compute_mean_track_length(), 3),
         "focal_px": round(float(camera.mean_focal_length()), 2),
     }
+
+
+def triangulate_known_poses(model, image_dir: Path, work: Path, cfg: SfmConfig):
+    """`model` (one shared camera, posed images, no points) with 3D points, poses and intrinsics fixed.
+
+    Imported poses (transforms.json, a COLMAP model without points) come without the sparse points
+    that the splats stage starts from: features are extracted and matched as `reconstruct` does, and
+    COLMAP's point triangulator (`pycolmap.triangulate_points`) adds the points.
+    """
+    import pycolmap
+
+    pycolmap.logging.minloglevel = pycolmap.logging.ERROR
+    database = work / "database.db"
+    names = sorted(image.name for image in model.images.values())
+    (camera,) = model.cameras.values()
+    extract_features(database, image_dir, names, cfg, camera=camera)
+    match_features(database, names, cfg, work)
+    return pycolmap.triangulate_points(_with_database_ids(model, database), database, image_dir,
+                                       work / "triangulated", refine_intrinsics=False)
+
+
+def _with_database_ids(model, database: Path):
+    """`model`'s camera and poses under the database's camera, rig, frame and image ids, which the
+    triangulator looks its matches up by."""
+    import pycolmap
+
+    cam_from_world = {image.name: image.cam_from_world() for image in model.images.values() if image.has_pose}
+    (camera,) = model.cameras.values()
+    posed = pycolmap.Reconstruction()
+    with pycolmap.Database.open(database) as opened:
+        (database_camera,) = opened.read_all_cameras()
+        posed.add_camera(pycolmap.Camera(model=camera.model_name, width=camera.width, height=camera.height,
+                                         params=camera.params, camera_id=database_camera.camera_id))
+        for rig in opened.read_all_rigs():
+            posed.add_rig(rig)
+        images = {image.image_id: image for image in opened.read_all_images()}
+        for frame in opened.read_all_frames():
+            (image_data,) = frame.image_ids
+            frame.rig_from_world = cam_from_world[images[image_data.id].name]  # one camera: rig = camera
+            posed.add_frame(frame)
+            posed.register_frame(frame.frame_id)
+        for image in images.values():
+            posed.add_image(image)
+    return posed
