@@ -43,8 +43,6 @@ KILL_AT = 0.2  # a long stage is killed this far into its reference duration, to
 LONG_STAGE_S = 3.0
 TIMING_FIGURES = {"seconds", "fps", "check_seconds"}  # wall-clock figures, never compared
 CHECKPOINT = ".splats-checkpoint.pt"
-SFM_SCRATCH = ".sfm-work-"  # sfm's tempfile folder: a SIGKILL leaves it, and it is not yet named
-#                             like the atomic writers' temporaries that the workspace lock sweeps away
 
 
 # ---- running the CLI -----------------------------------------------------------------------------
@@ -113,7 +111,7 @@ def _started_anew(out: Path, stage: str, stale: dict[str, Any] | None) -> bool:
 
 def _temporary_names(out: Path) -> list[str]:
     return sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
-                  if is_temporary(p.name) or p.name.startswith(SFM_SCRATCH))
+                  if is_temporary(p.name))
 
 
 def _files(out: Path) -> list[str]:

@@ -58,7 +58,7 @@ def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> 
               **({"triangulation": cfg} if triangulate else {})}
     with ws.run_stage("sfm", params, {"source": fingerprint(source)}, tool_versions(*VERSIONS)) as run:
         if triangulate:
-            with tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work-") as work:
+            with tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work.tmp-") as work:
                 model = triangulate_known_poses(model, ws.path(FRAMES_DIR), Path(work), cfg)
         run.figures.update(model_figures(model, model.num_images()))
         if align:

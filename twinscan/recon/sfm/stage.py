@@ -125,7 +125,7 @@ def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any
         return ws.stage_record("sfm")["figures"]
     with ws.run_stage("sfm", cfg, inputs, tool_versions(*VERSIONS)) as run, \
             progress_bar("sfm", total=5) as advance, \
-            tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work-") as work:
+            tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work.tmp-") as work:
         model = reconstruct(image_dir, names, Path(work), cfg, advance)
         if model is None:
             raise TwinscanError(f"no reconstruction from {len(names)} frames: too few features matched",
