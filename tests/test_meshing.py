@@ -12,7 +12,7 @@ import trimesh
 
 from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
-from twinscan.meshing.cleanup import drop_below, fill_small_holes
+from twinscan.meshing.cleanup import drop_below, drop_flat_on_floor, fill_small_holes
 from twinscan.meshing.collision import coacd_available, convex_decomposition
 from twinscan.meshing.floor import detect_floor, flatten_floor, floor_faces
 from twinscan.meshing.fusion import clean_depth
@@ -262,3 +262,10 @@ def test_nothing_under_the_found_floor_survives() -> None:
     kept, dropped = drop_below(trimesh.util.concatenate([above, under]), -0.1)
     assert dropped == len(under.faces)
     assert np.allclose(kept.bounds, above.bounds)
+
+
+def test_floor_remnants_leave_the_collision_structure() -> None:
+    crate = trimesh.creation.box(bounds=[[0, 0, 0.0], [0.5, 0.5, 0.5]])
+    remnant = trimesh.creation.box(bounds=[[2, 0, -0.01], [2.4, 0.4, 0.015]])
+    kept, dropped = drop_flat_on_floor(trimesh.util.concatenate([crate, remnant]), 0.03)
+    assert dropped == 1 and np.allclose(kept.bounds, crate.bounds)

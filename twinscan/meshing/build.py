@@ -93,6 +93,9 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     step = time.time()
     structure, _ = cleanup.keep_large_components(cleanup.keep_faces(surface, ~is_floor),
                                                  cfg.min_component_voxels * voxel ** 2)
+    if floor is not None:  # the slab is the floor's collider; floor seen noisily is no structure
+        structure, remnants = cleanup.drop_flat_on_floor(structure, 3 * voxel)
+        figures.update(floor_remnants_removed=remnants)
     collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
     collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
     slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
