@@ -91,11 +91,11 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     timed("visual", f"visual mesh {len(visual.faces)} faces", step)
 
     step = time.time()
-    structure, _ = cleanup.keep_large_components(cleanup.keep_faces(surface, ~is_floor),
+    # The slab is the floor's collider. Floor the fusion left a little off z = 0 is no structure: as
+    # colliders such pieces are thin holed sheets, and past the slab they claim floor nobody saw whole.
+    floor_like = is_floor | floor_faces(surface, 0.0, 3 * voxel) if floor is not None else is_floor
+    structure, _ = cleanup.keep_large_components(cleanup.keep_faces(surface, ~floor_like),
                                                  cfg.min_component_voxels * voxel ** 2)
-    if floor is not None:  # the slab is the floor's collider; floor seen noisily is no structure
-        structure, remnants = cleanup.drop_flat_on_floor(structure, 3 * voxel)
-        figures.update(floor_remnants_removed=remnants)
     collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
     collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
     slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None

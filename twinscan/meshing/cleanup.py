@@ -41,20 +41,6 @@ def drop_below(mesh: trimesh.Trimesh, height: float) -> tuple[trimesh.Trimesh, i
     return keep_faces(mesh, ~below), int(below.sum())
 
 
-def drop_flat_on_floor(mesh: trimesh.Trimesh, height: float) -> tuple[trimesh.Trimesh, int]:
-    """Drop connected components lying wholly within `height` of the flattened floor (z = 0): pieces
-    of floor the fusion left beside the floor proper. As colliders they are thin, holed sheets
-    a box falls through, and where they lie past the floor collider they claim floor nobody saw
-    whole. Returns the mesh and how many components went."""
-    if len(mesh.faces) == 0:
-        return mesh, 0
-    labels = trimesh.graph.connected_component_labels(mesh.face_adjacency, node_count=len(mesh.faces))
-    highest = np.zeros(labels.max() + 1)
-    np.maximum.at(highest, labels, np.abs(mesh.triangles_center[:, 2]))
-    flat = highest <= height
-    return keep_faces(mesh, ~flat[labels]), int(flat.sum())
-
-
 def keep_large_components(mesh: trimesh.Trimesh, min_area: float,
                           floor_band: float = 0.0) -> tuple[trimesh.Trimesh, int]:
     """Drop connected components with less than `min_area` square metres; return how many went.
