@@ -31,3 +31,26 @@ def open3d() -> ModuleType:
         raise TwinscanError(f"open3d cannot be imported ({error})",
                             "reinstall twinscan: pip install -e . (it brings open3d and libusb-package)") from error
     return o3d
+
+
+@functools.cache
+def newton() -> ModuleType:
+    """Import NVIDIA Newton (and warp), the `physics` extra; one clear error when absent."""
+    try:
+        import newton as newton_module
+        import warp  # noqa: F401
+    except ImportError as error:
+        raise TwinscanError(f"the physics check needs NVIDIA Newton, which cannot be imported ({error})",
+                            'pip install "twinscan[physics]" (or run the static checks only)') from error
+    return newton_module
+
+
+@functools.cache
+def ray() -> ModuleType:
+    """Import Ray, the `ray` extra that batch's Ray executor needs; one clear error when absent."""
+    try:
+        import ray as ray_module
+    except ImportError as error:
+        raise TwinscanError(f"the ray executor needs Ray, which cannot be imported ({error})",
+                            "pip install 'twinscan[ray]'") from error
+    return ray_module

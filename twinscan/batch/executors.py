@@ -6,7 +6,6 @@ the caller may append retries to `pending` while iterating, and `run` returns on
 
 from __future__ import annotations
 
-import functools
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -21,6 +20,7 @@ from types import ModuleType
 from typing import Protocol
 
 from twinscan.batch.attempt import Attempt, AttemptOutcome, run_attempt, worker_env
+from twinscan import optional
 from twinscan.errors import TwinscanError
 from twinscan.pipeline import CaptureOptions
 
@@ -115,16 +115,6 @@ class LocalExecutor:
                 worker.process.join()
 
 
-@functools.cache
-def import_ray() -> ModuleType:
-    try:
-        import ray
-    except ImportError as error:
-        raise TwinscanError(f"the ray executor needs Ray, which cannot be imported ({error})",
-                            "pip install 'twinscan[ray]'") from error
-    return ray
-
-
 @dataclass(frozen=True)
 class RayExecutor:
     """Each attempt a Ray task, on the cluster at `address` (`ray start --head` prints it). Without
@@ -162,7 +152,7 @@ class RayExecutor:
                 "when ~/.ray/auth_token exists) also needs RAY_AUTH_MODE=token here") from error
 
     def run(self, pending: deque[Attempt], options: CaptureOptions, log_dir: Path) -> Finished:
-        ray = import_ray()
+        ray = optional.ray()
         started_here = not ray.is_initialized()
         if started_here:
             self._connect(ray)

@@ -6,9 +6,7 @@ physics runs on exactly what Isaac Sim or any UsdPhysics consumer would see.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from types import ModuleType
 
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
@@ -17,6 +15,7 @@ from scipy.spatial.transform import Rotation
 from twinscan.check.config import CheckConfig
 from twinscan.check.probes import ProbeSite
 from twinscan.errors import TwinscanError
+from twinscan.optional import newton
 
 PROBES_PRIM = "TwinscanProbes"
 SCENE_PRIM = "TwinscanPhysicsScene"
@@ -29,18 +28,6 @@ class ProbeRest:
     position: tuple[float, float, float]  # centre of the cube
     bottom_z: float  # lowest corner, whatever the cube's orientation
     speed: float  # linear, m/s
-
-
-@functools.cache
-def newton() -> ModuleType:
-    """Import NVIDIA Newton (and warp), an optional extra; one clear error when absent."""
-    try:
-        import newton as newton_module
-        import warp  # noqa: F401
-    except ImportError as error:
-        raise TwinscanError(f"the physics check needs NVIDIA Newton, which cannot be imported ({error})",
-                            'pip install "twinscan[physics]" (or run the static checks only)') from error
-    return newton_module
 
 
 def newton_available() -> bool:

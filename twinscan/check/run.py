@@ -6,10 +6,11 @@ import time
 from pathlib import Path
 
 from twinscan.check.config import CheckConfig
-from twinscan.check.physics import drop_probes, newton
+from twinscan.check.physics import drop_probes
 from twinscan.check.probes import floor_extent, height_map, plan_probe_sites
 from twinscan.check.report import CheckReport, classify_rest
 from twinscan.check.validate import validate_stage
+from twinscan.optional import newton
 from twinscan.usd_export import open_stage
 
 
