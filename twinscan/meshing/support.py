@@ -16,10 +16,10 @@ NEIGHBOURS = 10  # the point spacing is the median distance to this many neighbo
 SPACINGS = 2.5  # supported: within this many point spacings of an SfM point
 
 
-def point_spacing(points: np.ndarray, neighbours: int = NEIGHBOURS) -> float:
+def point_spacing(points: np.ndarray, neighbours: int = NEIGHBOURS, tree: cKDTree | None = None) -> float:
     """Median distance from an SfM point to its `neighbours`-th nearest: the structure's sampling."""
     k = min(neighbours, len(points) - 1)
-    distances, _ = cKDTree(points).query(points, k=[k + 1])
+    distances, _ = (tree or cKDTree(points)).query(points, k=[k + 1])
     return float(np.median(distances))
 
 
@@ -27,8 +27,9 @@ def supported_splats(means: np.ndarray, points: np.ndarray, floor_band: float | 
                      spacings: float = SPACINGS) -> np.ndarray:
     """Mask of splats within `spacings` point spacings of an SfM point, or within `floor_band` of
     z = 0 (None: no floor was found, nothing is exempt)."""
-    radius = spacings * point_spacing(points)
-    distance, _ = cKDTree(points).query(means, distance_upper_bound=radius)
+    tree = cKDTree(points)
+    radius = spacings * point_spacing(points, tree=tree)
+    distance, _ = tree.query(means, distance_upper_bound=radius)
     supported = np.isfinite(distance)
     if floor_band is not None:
         supported |= np.abs(means[:, 2]) <= floor_band
