@@ -6,10 +6,6 @@ sharpest usable frame inside it is kept. Standing still never closes a window, s
 most the one frame; a fast pan closes windows often, so it yields more. A window due to close
 stays open while sharpness is still rising, so after a blurred or dark stretch the sharpest of the
 first sharp frames is kept, not the last blurred one.
-
-Frames before a window opens cannot be kept, so the decoder may drop the disposable ones among
-them (`cannot_keep`): the motion since the last kept frame is extrapolated at twice its recent
-speed, and the window opens later than that estimate in all but sudden starts.
 """
 
 from __future__ import annotations
@@ -52,10 +48,6 @@ class SharpnessReference:
         return float(np.percentile(self._recent, 75))
 
 
-SPEED_FRAMES = 8  # the recent speed of motion is measured over this many frames
-SPEED_MARGIN = 2.0  # ... and the motion is extrapolated this many times faster
-
-
 class KeyframeSelector:
     """Feed every frame in order with `push`; it yields the frames to keep as windows close."""
 
@@ -66,19 +58,6 @@ class KeyframeSelector:
         self._reference = SharpnessReference(round(config.reference_s * (fps or 10.0)))
         self._best: Candidate | None = None
         self._kept = 0
-        self._recent: deque[tuple[float, float]] = deque(maxlen=SPEED_FRAMES)  # (time_s, motion) since the last kept
-
-    def cannot_keep(self, time_s: float) -> bool:
-        """Whether a frame shown at time_s (ahead of the frames pushed so far) falls before the next
-        window opens, so that it could not be kept."""
-        if not self._kept or self._best is not None or self._tracker.lost or len(self._recent) < 2:
-            return False
-        (first_s, first_motion), (last_s, motion) = self._recent[0], self._recent[-1]
-        if last_s <= first_s:
-            return False
-        speed = max(0.0, motion - first_motion) / (last_s - first_s)
-        ahead = motion + SPEED_MARGIN * speed * max(0.0, time_s - last_s)
-        return ahead < self.config.window_start * self.config.motion_step
 
     def push(self, frame: SourceFrame) -> Iterator[Candidate]:
         config = self.config
@@ -103,13 +82,8 @@ class KeyframeSelector:
             self._kept += 1
             yield kept
             motion = self._tracker.rebase(kept.tracks)
-            self._recent.clear()
-            if kept.frame.time_s is not None:
-                self._recent.append((kept.frame.time_s, 0.0))
             if usable:
                 self._consider(frame, score, motion)
-        if frame.time_s is not None:
-            self._recent.append((frame.time_s, motion))
 
     def finish(self) -> Iterator[Candidate]:
         if self._best is not None:

@@ -53,8 +53,9 @@ def _run(workspace: Workspace, source: Path, config: FramesConfig, inputs: dict[
 def _select_and_write(source: Path, config: FramesConfig, folder: Path,
                       run: StageRun) -> tuple[list[dict[str, Any]], SourceReport, SelectionCounts]:
     """Stream the source through the selector, writing each kept frame as soon as its window closes."""
-    # the decoder asks the selector, as it goes, which frames it may drop (frames is lazy)
-    report, frames = open_source(source, config.score_side, may_skip=lambda time_s: selector.cannot_keep(time_s))
+    # Every frame is decoded: letting the selector drop disposable frames as they go in made the kept
+    # set depend on the decoder threads' timing (24 or 26 frames kept from the same tiny video).
+    report, frames = open_source(source, config.score_side)
     selector = KeyframeSelector(config, report.fps)
     records: list[dict[str, Any]] = []
     try:
