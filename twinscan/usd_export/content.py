@@ -40,6 +40,7 @@ class TwinMetadata:
 
     source_sha256: str = ""
     scale_source: ScaleSource = "arbitrary"
+    origin: str = ""  # what the x, y origin and yaw are tied to, e.g. "marker 0" (sfm's manifest record)
     figures: dict[str, float] = field(default_factory=dict)
     created_utc: str = ""  # ISO 8601; empty means "now"
 

@@ -133,10 +133,12 @@ def _metadata(ws: Workspace) -> TwinMetadata:
     manifest = ws.manifest()
     stages = manifest.get("stages", {})
     source = (stages.get("frames", {}).get("inputs") or {}).get("video", "")
-    scale_source = str((manifest.get("world") or {}).get("scale_source", "arbitrary"))
+    world = manifest.get("world") or {}
+    scale_source = str(world.get("scale_source", "arbitrary"))
     figures = {f"{stage}_{key}": stages[stage]["figures"][key] for stage, keys in FIGURES_FROM.items()
                for key in keys if isinstance(stages.get(stage, {}).get("figures", {}).get(key), (int, float))}
-    return TwinMetadata(source_sha256=source, scale_source=_scale_source(scale_source), figures=figures)
+    return TwinMetadata(source_sha256=source, scale_source=_scale_source(scale_source),
+                        origin=str(world.get("origin", "")), figures=figures)
 
 
 def _scale_source(recorded: str) -> ScaleSource:

@@ -119,5 +119,6 @@ def _provenance(metadata: TwinMetadata) -> dict:
         "source_sha256": metadata.source_sha256,
         "created_utc": created,
         "scale_source": metadata.scale_source,
+        **({"origin": metadata.origin} if metadata.origin else {}),
         "figures": {name: float(value) for name, value in metadata.figures.items()},
     }

@@ -20,7 +20,7 @@ from twinscan import atomic
 from twinscan.errors import TwinscanError
 from twinscan.recon.sfm.nerfstudio import read_transforms
 from twinscan.recon.sfm.reconstruct import model_figures, triangulate_known_poses
-from twinscan.recon.sfm.stage import FRAMES_DIR, VERSIONS, align_to_world, write_outputs
+from twinscan.recon.sfm.stage import FRAMES_DIR, VERSIONS, WORLD_INFO, align_to_world, write_outputs
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -65,11 +65,11 @@ def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> 
             _, world_figures, warnings = align_to_world(model, ws.path(FRAMES_DIR), cfg)
             run.figures.update(world_figures)
             run.warnings.extend(warnings)
-            ws.set_info("world", {key: world_figures[key] for key in ("world_from_colmap", "scale_source", "scale")})
+            ws.set_info("world", {key: world_figures[key] for key in WORLD_INFO})
         else:
             run.figures.update({"scale": "as imported", "scale_source": f"imported {source.name}"})
             ws.set_info("world", {"world_from_colmap": None, "scale_source": f"imported {source.name}",
-                                  "scale": "as imported"})
+                                  "scale": "as imported", "origin": "as imported"})
         run.outputs.extend(write_outputs(ws, model, ws.path(FRAMES_DIR)))
     return run.figures
 

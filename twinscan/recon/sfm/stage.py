@@ -22,7 +22,7 @@ from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transforms
 from twinscan.recon.sfm.reconstruct import model_figures, reconstruct
-from twinscan.recon.sfm.world_frame import Similarity, camera_up, world_from_raw
+from twinscan.recon.sfm.world_frame import Similarity, anchored_at_marker, camera_up, world_from_raw
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
 FRAMES_DIR = "frames"
@@ -30,6 +30,7 @@ MODEL_DIR = "sfm"
 PARTIAL_DIR = "sfm.incomplete"
 TRANSFORMS = "transforms.json"
 VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
+WORLD_INFO = ("world_from_colmap", "scale_source", "scale", "origin")  # the manifest's "world" entry
 
 
 def frame_names(ws: Workspace) -> list[str]:
@@ -57,29 +58,35 @@ def posed_cameras(model) -> np.ndarray:
     return np.array([world_from_cam_matrix(image) for image in images])
 
 
-def metric_scale(model, image_dir: Path, cfg: SfmConfig) -> tuple[float | None, str, dict[str, Any]]:
-    """(metres per model unit or None, scale source, figures) from --scale or the markers."""
+def metric_scale(model, image_dir: Path, cfg: SfmConfig
+                 ) -> tuple[float | None, str, dict[int, np.ndarray], dict[str, Any]]:
+    """(metres per model unit or None, scale source, triangulated markers {id: (4, 3) corners in the
+    model's frame}, figures) from --scale or the markers."""
     if cfg.scale is not None:
-        return cfg.scale, "user scale", {}
+        return cfg.scale, "user scale", {}, {}
     if cfg.marker_size is None:
-        return None, "none", {}
+        return None, "none", {}, {}
     names = [image.name for image in model.images.values() if image.has_pose]
     detections = detect_markers(((name, image_dir / name) for name in names), cfg.marker_dict)
     markers = triangulate_markers(detections, model)
     figures: dict[str, Any] = {"marker_frames": len(detections), "markers_triangulated": len(markers)}
     if not markers:
-        return None, "none", figures
+        return None, "none", markers, figures
     scale = metres_per_unit(markers, cfg.marker_size)
     sides = np.concatenate([side_lengths(corners) for corners in markers.values()]) * scale
     figures["marker_side_spread_m"] = round(float(sides.std()), 5)
-    return scale, f"markers {cfg.marker_dict} ({len(markers)} triangulated)", figures
+    return scale, f"markers {cfg.marker_dict} ({len(markers)} triangulated)", markers, figures
 
 
 def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[Similarity, dict[str, Any], list[str]]:
-    """Apply the twin-frame similarity to `model` in place; return it, figures and warnings."""
+    """Apply the twin-frame similarity to `model` in place; return it, figures and warnings.
+
+    With markers, the origin and x axis are those of the lowest marker id; without, the origin is
+    under the cameras' centroid and the yaw is arbitrary.
+    """
     import pycolmap
 
-    scale, source, figures = metric_scale(model, image_dir, cfg)
+    scale, source, markers, figures = metric_scale(model, image_dir, cfg)
     warnings = []
     if scale is None:
         warnings.append("no scale source (give --marker-size with a marker in view, or --scale): "
@@ -90,11 +97,17 @@ def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[Similarity, 
     if floor is None:
         warnings.append("no floor plane found among the sparse points: up is the cameras' mean up, "
                         "z = 0 is at the lowest points; film more of the floor")
+    origin = "camera centroid (yaw arbitrary)"
+    if markers:
+        anchor = min(markers)
+        similarity = anchored_at_marker(similarity, markers[anchor])
+        origin = f"marker {anchor}"
+        figures["marker_centre_z_m"] = round(float(similarity.apply(markers[anchor]).mean(axis=0)[2]), 4)
     model.transform(pycolmap.Sim3d(similarity.scale, pycolmap.Rotation3d(similarity.rotation),
                                    similarity.translation))
     up_gap = np.degrees(np.arccos(np.clip(similarity.rotation @ camera_up(world_from_cam) @ [0, 0, 1], -1, 1)))
     figures.update({"scale": "metric" if scale is not None else "arbitrary", "scale_source": source,
-                    "floor_found": floor is not None,
+                    "origin": origin, "floor_found": floor is not None,
                     "floor_points": int(floor.inliers.sum()) if floor is not None else 0,
                     "camera_up_vs_floor_deg": round(float(up_gap), 2),
                     "world_from_colmap": similarity.to_json()})
@@ -142,7 +155,7 @@ def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any
         advance(1, status="aligned to the world frame")
         run.figures.update(world_figures)
         run.warnings.extend(warnings)
-        ws.set_info("world", {key: world_figures[key] for key in ("world_from_colmap", "scale_source", "scale")})
+        ws.set_info("world", {key: world_figures[key] for key in WORLD_INFO})
         run.outputs.extend(write_outputs(ws, model, image_dir))
         shutil.rmtree(ws.path(PARTIAL_DIR), ignore_errors=True)  # a failed earlier try's leftovers
         advance(1, status="written")

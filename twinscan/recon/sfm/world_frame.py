@@ -1,4 +1,5 @@
-"""The twin's world frame from a raw SfM model: Z up, floor at z = 0, metres (pure numpy).
+"""The twin's world frame from a raw SfM model: Z up, floor at z = 0, metres, and -- when a marker
+was triangulated -- its origin and x axis at the marker (pure numpy).
 
 Gravity comes from the floor: the largest plane among the sparse points whose normal is close to
 the cameras' up vector (a phone is held upright: OpenCV's x camera axis is level, -y points up)
@@ -161,3 +162,30 @@ def world_from_raw(points: np.ndarray, world_from_cam: np.ndarray, scale: float,
         height = normal @ centroid - np.percentile(points @ normal, 2)
     origin = centroid - height * normal
     return Similarity(scale, rotation, -scale * rotation @ origin), floor
+
+
+def marker_origin_and_x(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centre and unit in-plane x direction (xy only) of a square marker's (4, 3) corners in the twin
+    frame, in cv2.aruco order (top-left, top-right, bottom-right, bottom-left).
+
+    x averages both horizontal edges and, turned by -90 degrees, both vertical ones, so a corner's
+    triangulation error moves it a quarter as much as it would move one edge.
+    """
+    along_x = (corners[1] - corners[0] + corners[2] - corners[3])[:2]
+    along_y = (corners[0] - corners[3] + corners[1] - corners[2])[:2]
+    direction = along_x / np.linalg.norm(along_x) + np.array([along_y[1], -along_y[0]]) / np.linalg.norm(along_y)
+    return corners.mean(axis=0), direction / np.linalg.norm(direction)
+
+
+def anchored_at_marker(similarity: Similarity, marker_corners_raw: np.ndarray) -> Similarity:
+    """`similarity` turned about Z and shifted in x, y so the marker's centre is above the origin and
+    its x axis is +X (z is untouched).
+
+    The marker is the cell's physical anchor: every capture of the cell then shares one frame, and
+    twins can be compared with each other or with a CAD layout without any alignment.
+    """
+    centre, x_axis = marker_origin_and_x(similarity.apply(marker_corners_raw))
+    cos, sin = x_axis
+    turn = np.array([[cos, sin, 0.0], [-sin, cos, 0.0], [0.0, 0.0, 1.0]])  # x_axis -> +X
+    shift = np.array([centre[0], centre[1], 0.0])
+    return Similarity(similarity.scale, turn @ similarity.rotation, turn @ (similarity.translation - shift))

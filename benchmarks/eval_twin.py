@@ -1,0 +1,118 @@
+"""A finished capture of a synthetic sample against its ground truth, in the twin's own frame.
+
+No alignment to ground truth: the twin's x, y origin and yaw are the marker's (the sfm stage anchors
+them when it triangulates a marker), z = 0 is the floor and scale comes from the marker, so ground
+truth only moves into the marker's frame, which the generator defines. Prints:
+  - cameras: position RMSE and rotation error of the registered frames;
+  - meshes (#6): accuracy (mesh to truth) median and 95th percentile, completeness of the true
+    surface the kept frames saw (within 5 cm of the visual mesh or the floor slab's top), floor
+    flatness, floating components;
+  - collision bounding box (#7), read from twin.usda's collider prims, against the bounding box of
+    the scene the kept frames saw and of the whole generated scene.
+
+    python benchmarks/eval_twin.py OUT [--sample samples/factory_cell]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pycolmap
+import trimesh
+
+from twinscan.meshing import metrics
+from twinscan.meshing.raycast import render_mesh_views
+from twinscan.recon.sfm.evaluate import pose_error
+from twinscan.recon.sfm.stage import posed_cameras
+from twinscan.synth import load_ground_truth
+
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "factory_cell"
+
+
+def twin_from_scene(ws: Path, marker_id: int, world_from_marker: np.ndarray) -> np.ndarray:
+    """The generator's frame to the twin's: the marker's frame, when the sfm stage anchored the twin there."""
+    origin = json.loads((ws / "manifest.json").read_text()).get("world", {}).get("origin", "")
+    if origin != f"marker {marker_id}":
+        raise SystemExit(f"the twin's origin is '{origin}', not marker {marker_id}: rerun sfm with --marker-size")
+    return np.linalg.inv(world_from_marker)
+
+
+def collider_bounds(usd_path: Path) -> np.ndarray:
+    """(2, 3) world bounding box of every prim with UsdPhysics.CollisionAPI (guides included)."""
+    from pxr import Usd, UsdGeom, UsdPhysics
+
+    stage = Usd.Stage.Open(str(usd_path))
+    cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_, UsdGeom.Tokens.guide])
+    box = None
+    for prim in stage.Traverse():
+        if prim.HasAPI(UsdPhysics.CollisionAPI) and prim.IsA(UsdGeom.Boundable):
+            bounds = cache.ComputeWorldBound(prim).ComputeAlignedRange()
+            corners = np.array([bounds.GetMin(), bounds.GetMax()])
+            box = corners if box is None else np.stack([np.minimum(box[0], corners[0]), np.maximum(box[1], corners[1])])
+    return box
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--sample", type=Path, default=SAMPLE)
+    args = parser.parse_args()
+    ws, truth = args.workspace, load_ground_truth(args.sample)
+    to_twin = twin_from_scene(ws, truth.marker.id, truth.marker.world_from_marker)
+    scene = trimesh.load(args.sample / "scene.ply", force="mesh")
+    scene.apply_transform(to_twin)
+
+    frames = {Path(r["file"]).name: r["source_index"] for r in json.loads((ws / "frames.json").read_text())}
+    model = pycolmap.Reconstruction(ws / "sfm")
+    names = sorted(image.name for image in model.images.values() if image.has_pose)
+    true_cams = to_twin @ truth.world_from_cam[[frames[name] for name in names]]
+    cams = pose_error(posed_cameras(model), true_cams, align=False)
+    print(f"cameras ({len(names)}): position RMSE {cams.position_rmse * 100:.2f} cm, rotation mean "
+          f"{cams.rotation_mean_deg:.3f} deg, max {cams.rotation_max_deg:.3f} deg (no alignment)")
+
+    K = truth.K.copy()
+    K[:2] *= 0.5
+    K[:2, 2] += 0.5  # half size; the generator puts pixel centres at integers
+    kept = truth.world_from_cam[sorted(frames.values())]
+    views = render_mesh_views(scene, K, to_twin @ kept, truth.width // 2, truth.height // 2)
+    seen = metrics.seen_surface_points(scene, views)
+
+    meshes = {name: trimesh.load(ws / "mesh" / f"{name}.obj", force="mesh")
+              for name in ("visual", "collision", "floor")}
+    floor = meshes["floor"]
+    top = (floor.face_normals[:, 2] > 0.99) & (np.abs(floor.triangles_center[:, 2]) < 1e-6)
+    slab_top = floor.submesh([np.flatnonzero(top)], append=True) if top.any() else None
+    surfaces = {"visual": meshes["visual"], "collision": meshes["collision"],
+                "visual + slab top": trimesh.util.concatenate([meshes["visual"], slab_top]) if slab_top else None}
+    print(f"\n{len(seen)} seen surface points of {scene.area:.1f} m2\n")
+    print("| mesh | faces | accuracy median cm | p95 cm | completeness % | floor RMS cm | floating |")
+    print("|---|---|---|---|---|---|---|")
+    for name, mesh in surfaces.items():
+        if mesh is None:
+            continue
+        accuracy = metrics.accuracy(mesh, scene)
+        print(f"| {name} | {len(mesh.faces)} | {accuracy['median'] * 100:.2f} | {accuracy['p95'] * 100:.2f} | "
+              f"{metrics.completeness(mesh, seen) * 100:.1f} | {metrics.floor_flatness(mesh)['rms'] * 100:.2f} | "
+              f"{metrics.floating_components(mesh)} |")
+
+    colliders = collider_bounds(ws / "twin.usda")
+    objects = meshes["collision"].bounds
+    seen_box = np.stack([seen.min(axis=0), seen.max(axis=0)])
+    seen_objects = seen[seen[:, 2] > 0.01]
+    seen_objects_box = np.stack([seen_objects.min(axis=0), seen_objects.max(axis=0)])
+    print("\n| bounding box (twin frame, m) | min | max | worst gap to it, cm |")
+    print("|---|---|---|---|")
+    rows = [("USD colliders (structure + slab)", colliders, seen_box),
+            ("scene the frames saw", seen_box, None), ("whole generated scene", scene.bounds, None),
+            ("collision structure (no floor)", objects, seen_objects_box),
+            ("scene above the floor, seen", seen_objects_box, None)]
+    for name, box, reference in rows:
+        gap = f"{np.abs(box - reference).max() * 100:.1f}" if reference is not None else ""
+        print(f"| {name} | {np.round(box[0], 3).tolist()} | {np.round(box[1], 3).tolist()} | {gap} |")
+
+
+if __name__ == "__main__":
+    main()
