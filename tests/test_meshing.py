@@ -17,7 +17,7 @@ from twinscan.meshing.collision import coacd_available, convex_decomposition
 from twinscan.meshing.floor import detect_floor, flatten_floor, floor_faces
 from twinscan.meshing.fusion import clean_depth
 from twinscan.meshing.raycast import look_at, render_mesh_views
-from twinscan.meshing.support import FLOOR_REACH_SPACINGS, point_spacing, supported_splats
+from twinscan.meshing.support import point_spacing, supported_splats
 from twinscan.meshing.texture import xatlas_available
 from twinscan.presets import get_preset
 
@@ -241,24 +241,32 @@ def test_splat_renders_become_depth_views_on_the_splatted_surface() -> None:
     assert np.all(np.abs(colours.astype(int) - round((0.5 * 0.28209479 + 0.5) * 255)) <= 1)  # SH DC 0.5
 
 
-def test_floaters_away_from_the_sfm_structure_are_not_rendered_but_the_floor_near_it_is() -> None:
+def test_splats_need_sfm_support_and_the_floor_supports_only_the_floor() -> None:
     rng = np.random.default_rng(0)
-    wall = np.column_stack([rng.uniform(-2, 2, 4000), np.full(4000, 3.0), rng.uniform(0, 2, 4000)])
-    spacing = point_spacing(wall)
-    on_wall = wall[:500] + rng.normal(0, spacing / 3, (500, 3))  # splats on the sampled surface
-    floaters = np.column_stack([rng.uniform(-2, 2, 200), rng.uniform(0.5, 2.0, 200), rng.uniform(0.5, 2, 200)])
-    reach = FLOOR_REACH_SPACINGS * spacing
-    plain_floor = np.column_stack([rng.uniform(-2, 2, 300), rng.uniform(3 - 0.9 * reach, 3 - 3 * spacing, 300),
-                                   rng.uniform(-0.01, 0.01, 300)])
-    background = np.column_stack([rng.uniform(-2, 2, 300), rng.uniform(3 - 5 * reach, 3 - 1.1 * reach, 300),
-                                  rng.uniform(-0.01, 0.01, 300)])  # at floor height, far from any structure
-    means = np.concatenate([on_wall, floaters, plain_floor, background])
-    keep = supported_splats(means, wall, floor_band=0.05)
-    assert keep[:500].all()
-    assert not keep[500:700].any()
-    assert keep[700:1000].all()
-    assert not keep[1000:].any()
-    assert not supported_splats(means, wall, floor_band=None)[700:].any()  # no floor found: no exemption
+    wall = np.column_stack([rng.uniform(-2, 2, 4000), np.full(4000, 3.0), rng.uniform(0.05, 2, 4000)])
+    floor = np.column_stack([rng.uniform(-2, 2, 600), rng.uniform(-1, 1, 600), rng.normal(0, 0.003, 600)])
+    points = np.concatenate([wall, floor])
+    spacing = point_spacing(points)
+    groups = {
+        "on the wall": (wall[:500] + rng.normal(0, spacing / 3, (500, 3)), True),
+        "in free space": (np.column_stack([rng.uniform(-2, 2, 200), rng.uniform(1.5, 2.5, 200),
+                                           rng.uniform(0.5, 2, 200)]), False),
+        "floor among floor points": (np.column_stack([rng.uniform(-2, 2, 300), rng.uniform(-1, 1, 300),
+                                                      rng.uniform(-0.01, 0.01, 300)]), True),
+        "bump over the floor": (np.column_stack([rng.uniform(-1.5, 1.5, 300), rng.uniform(-0.8, 0.8, 300),
+                                                 rng.uniform(0.08, 0.3, 300)]), False),
+        "floor past every point": (np.column_stack([rng.uniform(-2, 2, 300), rng.uniform(5.5, 7, 300),
+                                                    rng.uniform(-0.01, 0.01, 300)]), False),
+    }
+    means = np.concatenate([group for group, _ in groups.values()])
+    keep = supported_splats(means, points, floor_found=True)
+    start = 0
+    for name, (group, expected) in groups.items():
+        kept = keep[start:start + len(group)].mean()
+        assert kept == (1.0 if expected else 0.0) or (expected and kept > 0.97), (name, kept)
+        start += len(group)
+    # without a floor nothing is floor: splats on it need points within reach in 3D
+    assert not supported_splats(groups["floor past every point"][0], points, floor_found=False).any()
 
 
 def test_nothing_under_the_found_floor_survives() -> None:

@@ -64,6 +64,12 @@ def floor_flatness(mesh: trimesh.Trimesh, band: float = 0.05, max_tilt_deg: floa
 
 
 def floating_components(mesh: trimesh.Trimesh, tolerance: float = 0.05) -> int:
-    """Components neither resting on the floor (z = 0) nor touching, through others, one that does."""
-    _, floating = unsupported_components(mesh, tolerance)
+    """Components neither resting on the floor (z = 0) nor touching, through others, one that does.
+
+    Judged on the surface alone: a textured mesh's UV seams split vertices, and pieces cut out
+    by seams are not components.
+    """
+    surface = trimesh.Trimesh(mesh.vertices, mesh.faces, process=False)
+    surface.merge_vertices(merge_tex=True, merge_norm=True)
+    _, floating = unsupported_components(surface, tolerance)
     return int(floating.sum())
