@@ -285,3 +285,9 @@ def test_the_floor_collider_is_the_slab_alone(scene) -> None:
     _, _, result = scene
     assert floor_extent(result.collision) is None
     assert floor_extent(result.floor_slab) is not None
+    # nothing collides in or under the slab, and no crumb smaller than the cleanup's minimum is left
+    voxel = result.figures["voxel_size_m"]
+    assert not (result.collision.vertices[result.collision.faces][:, :, 2] < voxel).all(axis=1).any()
+    labels = trimesh.graph.connected_component_labels(result.collision.face_adjacency,
+                                                      node_count=len(result.collision.faces))
+    assert np.bincount(labels, weights=result.collision.area_faces).min() >= 100 * voxel ** 2 * 0.99

@@ -93,10 +93,16 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     step = time.time()
     # The slab is the floor's collider. Floor the fusion left a little off z = 0 is no structure: as
     # colliders such pieces are thin holed sheets, and past the slab they claim floor nobody saw whole.
+    # Nothing collides in or under the slab: faces wholly below one voxel over z = 0 go too (flattened
+    # floor facing down, crumbs at floor height).
     floor_like = is_floor | floor_faces(surface, 0.0, 3 * voxel) if floor is not None else is_floor
-    structure, _ = cleanup.keep_large_components(cleanup.keep_faces(surface, ~floor_like),
-                                                 cfg.min_component_voxels * voxel ** 2)
+    structure = cleanup.keep_faces(surface, ~floor_like)
+    if floor is not None:
+        structure, _ = cleanup.drop_below(structure, voxel)
+    min_area = cfg.min_component_voxels * voxel ** 2
+    structure, _ = cleanup.keep_large_components(structure, min_area)
     collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
+    collider, _ = cleanup.keep_large_components(collider, min_area)  # crumbs the decimation split off
     collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
     slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
     figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
