@@ -109,6 +109,21 @@ def test_world_from_raw_undoes_an_unknown_similarity():
     assert np.allclose(np.linalg.norm(world_cameras[:, :2, 3], axis=1), 2.0, atol=0.01)  # centred, metric
 
 
+def test_world_from_raw_memory_stays_linear_in_the_points():
+    """A 300-frame capture has ~100k points, most on the floor: a full SVD of the inliers (an N x N
+    matrix) took 20 GB there."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    floor = np.c_[rng.uniform(-3, 3, (60_000, 2)), rng.normal(0, 0.003, 60_000)]
+    points = np.concatenate([floor, cell_points(rng)])
+    tracemalloc.start()
+    _, found = world_from_raw(points, orbit(20, radius=2.0, height=1.5), scale=1.0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert found is not None and peak < 200e6, f"{peak / 1e6:.0f} MB"
+
+
 def test_marker_anchor_puts_the_origin_and_x_axis_at_the_marker():
     """World points come out in the marker's own frame, whatever the raw frame was."""
     rng = np.random.default_rng(4)

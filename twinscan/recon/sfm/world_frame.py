@@ -74,7 +74,7 @@ def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _plane_through(points: np.ndarray) -> tuple[np.ndarray, float]:
     """Least-squares plane (unit normal, offset) through points."""
     centroid = points.mean(axis=0)
-    normal = np.linalg.svd(points - centroid)[2][-1]
+    normal = np.linalg.svd(points - centroid, full_matrices=False)[2][-1]
     return normal, -float(normal @ centroid)
 
 
