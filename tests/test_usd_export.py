@@ -130,7 +130,8 @@ def full_twin(tmp_path_factory: pytest.TempPathFactory) -> dict:
         gaussians=random_gaussians(50, 1), collision_mesh=trimesh.creation.box(),
         convex_parts=(trimesh.creation.box(), trimesh.creation.icosphere()), visual_mesh=visual,
         visual_texture=texture, cameras=track, floor=FloorArea((-3, -3), (3, 3)),
-        metadata=TwinMetadata(source_sha256="ab" * 32, scale_source="marker", figures={"psnr_db": 31.5}))
+        metadata=TwinMetadata(source_sha256="ab" * 32, scale_source="marker", origin="marker 0",
+                              figures={"psnr_db": 31.5}))
     usdz = write_twin(folder / "twin.usda", content, ExportOptions(usdz=True))
     return {"usda": folder / "twin.usda", "usdz": usdz, "track": track, "content": content}
 
@@ -241,6 +242,7 @@ def test_summarize_describes_the_twin(full_twin: dict) -> None:
     assert summary["colliders"] == 4 and summary["camera_samples"] == 5 and summary["textured"]
     assert summary["scale_source"] == "marker" and summary["figures"] == {"psnr_db": 31.5}
     assert summary["provenance"]["source_sha256"] == "ab" * 32 and summary["appearance"] == "splats"
+    assert summary["provenance"]["origin"] == "marker 0"  # what x, y and yaw are tied to
     assert summary["prims"]["/World/Splats"] == "ParticleField3DGaussianSplat"
 
 
