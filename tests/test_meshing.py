@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
+from scipy.spatial.transform import Rotation
 
 from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
@@ -17,7 +18,7 @@ from twinscan.meshing.collision import coacd_available, convex_decomposition
 from twinscan.meshing.floor import detect_floor, flatten_floor, floor_faces
 from twinscan.meshing.fusion import clean_depth
 from twinscan.meshing.raycast import look_at, render_mesh_views
-from twinscan.meshing.support import point_spacing, supported_splats
+from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
 from twinscan.meshing.texture import xatlas_available
 from twinscan.presets import get_preset
 
@@ -257,16 +258,27 @@ def test_splats_need_sfm_support_and_the_floor_supports_only_the_floor() -> None
                                                  rng.uniform(0.08, 0.3, 300)]), False),
         "floor past every point": (np.column_stack([rng.uniform(-2, 2, 300), rng.uniform(5.5, 7, 300),
                                                     rng.uniform(-0.01, 0.01, 300)]), False),
+        "tall splat at floor height": (np.column_stack([rng.uniform(-2, 2, 100), rng.uniform(-1, 1, 100),
+                                                        rng.uniform(-0.01, 0.01, 100)]), False),
     }
     means = np.concatenate([group for group, _ in groups.values()])
-    keep = supported_splats(means, points, floor_found=True)
+    flat = np.zeros((len(means), 4))
+    flat[:, 0] = 1.0  # identity rotations
+    log_scales = np.tile(np.log([0.05, 0.05, 0.005]), (len(means), 1))  # level discs 5 mm thick
+    log_scales[-100:] = np.log([0.05, 0.05, 0.3])  # the tall ones stand 30 cm
+    extent = vertical_extents(flat, log_scales)
+    assert np.allclose(extent[:-100], 0.005) and np.allclose(extent[-100:], 0.3)
+    tilted = Rotation.from_euler("x", 90, degrees=True).as_quat(scalar_first=True)
+    assert np.isclose(vertical_extents(tilted[None], np.log([[0.05, 0.2, 0.005]]))[0], 0.2)  # y turned onto z
+    keep = supported_splats(means, extent, points, floor_found=True)
     start = 0
     for name, (group, expected) in groups.items():
         kept = keep[start:start + len(group)].mean()
         assert kept == (1.0 if expected else 0.0) or (expected and kept > 0.97), (name, kept)
         start += len(group)
     # without a floor nothing is floor: splats on it need points within reach in 3D
-    assert not supported_splats(groups["floor past every point"][0], points, floor_found=False).any()
+    far_floor = groups["floor past every point"][0]
+    assert not supported_splats(far_floor, np.zeros(len(far_floor)), points, floor_found=False).any()
 
 
 def test_nothing_under_the_found_floor_survives() -> None:
