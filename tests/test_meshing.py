@@ -246,9 +246,11 @@ def test_splats_need_sfm_support_and_the_floor_supports_only_the_floor() -> None
     rng = np.random.default_rng(0)
     wall = np.column_stack([rng.uniform(-2, 2, 4000), np.full(4000, 3.0), rng.uniform(0.05, 2, 4000)])
     floor = np.column_stack([rng.uniform(-2, 2, 600), rng.uniform(-1, 1, 600), rng.normal(0, 0.003, 600)])
-    points = np.concatenate([wall, floor])
+    stray = np.array([[0.0, -2.5, 1.0]])  # one mistriangulated point in free space
+    points = np.concatenate([wall, floor, stray])
     spacing = point_spacing(points)
     groups = {
+        "at a lone point": (stray + rng.normal(0, spacing / 3, (50, 3)), False),
         "on the wall": (wall[:500] + rng.normal(0, spacing / 3, (500, 3)), True),
         "in free space": (np.column_stack([rng.uniform(-2, 2, 200), rng.uniform(1.5, 2.5, 200),
                                            rng.uniform(0.5, 2, 200)]), False),
@@ -260,17 +262,19 @@ def test_splats_need_sfm_support_and_the_floor_supports_only_the_floor() -> None
                                                     rng.uniform(-0.01, 0.01, 300)]), False),
         "tall splat at floor height": (np.column_stack([rng.uniform(-2, 2, 100), rng.uniform(-1, 1, 100),
                                                         rng.uniform(-0.01, 0.01, 100)]), False),
+        "huge splat on the wall": (wall[500:600], False),
     }
     means = np.concatenate([group for group, _ in groups.values()])
-    flat = np.zeros((len(means), 4))
-    flat[:, 0] = 1.0  # identity rotations
+    level = np.zeros((len(means), 4))
+    level[:, 0] = 1.0  # identity rotations
     log_scales = np.tile(np.log([0.05, 0.05, 0.005]), (len(means), 1))  # level discs 5 mm thick
-    log_scales[-100:] = np.log([0.05, 0.05, 0.3])  # the tall ones stand 30 cm
-    extent = vertical_extents(flat, log_scales)
-    assert np.allclose(extent[:-100], 0.005) and np.allclose(extent[-100:], 0.3)
+    log_scales[-200:-100] = np.log([0.05, 0.05, 0.3])  # the tall ones stand 30 cm
+    log_scales[-100:] = np.log([0.6, 0.05, 0.6])  # far wider than the support radius
+    extent = vertical_extents(level, log_scales)
+    assert np.allclose(extent[:-200], 0.005) and np.allclose(extent[-200:-100], 0.3)
     tilted = Rotation.from_euler("x", 90, degrees=True).as_quat(scalar_first=True)
     assert np.isclose(vertical_extents(tilted[None], np.log([[0.05, 0.2, 0.005]]))[0], 0.2)  # y turned onto z
-    keep = supported_splats(means, extent, points, floor_found=True)
+    keep = supported_splats(means, level, log_scales, points, floor_found=True)
     start = 0
     for name, (group, expected) in groups.items():
         kept = keep[start:start + len(group)].mean()
@@ -278,7 +282,7 @@ def test_splats_need_sfm_support_and_the_floor_supports_only_the_floor() -> None
         start += len(group)
     # without a floor nothing is floor: splats on it need points within reach in 3D
     far_floor = groups["floor past every point"][0]
-    assert not supported_splats(far_floor, np.zeros(len(far_floor)), points, floor_found=False).any()
+    assert not supported_splats(far_floor, level[:300], log_scales[:300], points, floor_found=False).any()
 
 
 def test_nothing_under_the_found_floor_survives() -> None:

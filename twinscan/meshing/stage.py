@@ -10,7 +10,7 @@ from twinscan.meshing.build import STEPS, build_meshes
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.export import write_meshes
 from twinscan.meshing.render import render_depth_views
-from twinscan.meshing.support import supported_splats, vertical_extents
+from twinscan.meshing.support import supported_splats
 from twinscan.progress import progress_bar
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -38,8 +38,8 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
         cameras = load_training_views(ws, cfg.render_max_side)
         gaussians = read_ply(splats)
         floor_found = (ws.stage_record("sfm") or {}).get("figures", {}).get("floor_found", False)
-        supported = supported_splats(gaussians.means, vertical_extents(gaussians.quats, gaussians.log_scales),
-                                     cameras.points, floor_found)
+        supported = supported_splats(gaussians.means, gaussians.quats, gaussians.log_scales, cameras.points,
+                                     floor_found)
         gaussians = gaussians.subset(supported)
         height, width = cameras.images[0].shape[:2]
         with progress_bar("mesh: render", total=len(cameras)) as advance:

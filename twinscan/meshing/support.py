@@ -56,23 +56,26 @@ def vertical_extents(quats: np.ndarray, log_scales: np.ndarray) -> np.ndarray:
     return np.sqrt(((z_rows * np.exp(log_scales)) ** 2).sum(axis=1))
 
 
-def supported_splats(means: np.ndarray, vertical_extent: np.ndarray, points: np.ndarray,
+def supported_splats(means: np.ndarray, quats: np.ndarray, log_scales: np.ndarray, points: np.ndarray,
                      floor_found: bool) -> np.ndarray:
     """Mask of the splats the SfM points support.
 
     Above the floor (or everywhere, without one) a splat needs a point of the structure (not a
-    stray, see `without_strays`) within `SPACINGS` point spacings; the floor's points do not count
-    there: the sample's splats grew bumps 10-30 cm over the open floor, within reach of floor points
-    but of nothing else. A floor splat -- centre and vertical extent (`vertical_extents`) within
-    FLOOR_THICKNESS, so flat and level: the sample grew a 1.6 m splat at floor height past the floor's
-    edge that painted a 25 cm blob -- needs any point within `FLOOR_REACH_SPACINGS` in x, y.
+    stray, see `without_strays`) within `SPACINGS` point spacings, and may be no larger than that
+    radius: support is judged at the centre, and the sample's 90 splats (of 33k) wider than 0.2 m
+    painted blobs past what the points support. The floor's points do not count there: the
+    sample's splats grew bumps 10-30 cm over the open floor, within reach of floor points but of
+    nothing else. A floor splat -- centre and vertical extent (`vertical_extents`) within
+    FLOOR_THICKNESS, so flat and level: the sample grew a 1.6 m splat at floor height past the
+    floor's edge that painted a 25 cm blob -- needs any point within `FLOOR_REACH_SPACINGS` in x, y.
     """
     radius = SPACINGS * point_spacing(points)
+    small = np.exp(log_scales).max(axis=1) <= radius
     if not floor_found:
-        return _near(without_strays(points, radius), radius, means)
-    on_floor = (np.abs(means[:, 2]) <= FLOOR_THICKNESS) & (vertical_extent <= FLOOR_THICKNESS)
+        return small & _near(without_strays(points, radius), radius, means)
+    on_floor = (np.abs(means[:, 2]) <= FLOOR_THICKNESS) & (vertical_extents(quats, log_scales) <= FLOOR_THICKNESS)
     structure = without_strays(points[np.abs(points[:, 2]) > FLOOR_THICKNESS], radius)
     supported = np.zeros(len(means), bool)
-    supported[~on_floor] = _near(structure, radius, means[~on_floor])
+    supported[~on_floor] = small[~on_floor] & _near(structure, radius, means[~on_floor])
     supported[on_floor] = _near(points[:, :2], FLOOR_REACH_SPACINGS / SPACINGS * radius, means[on_floor, :2])
     return supported
