@@ -100,6 +100,7 @@ def test_unposed_frames_and_the_camera_path_match_the_sfm_figures(finished: Work
     assert ('stroke-dasharray="5 4"' in plan) == (unposed > 0)  # the path is dashed across unposed frames
     if sfm["scale"] == "arbitrary":
         assert "scale: arbitrary" in _section(html, "warnings") and "y (units)" in plan
+    assert f'<div class="v">{sfm["origin"]}</div>' in html  # what the twin's x, y and yaw hang on
 
 
 def test_heldout_scores_match_the_trainers(finished: Workspace) -> None:

@@ -51,6 +51,10 @@ def key_cards(capture: Capture) -> str:
         metric = f.get("scale") == "metric"
         return str(f.get("scale", "?")), str(f.get("scale_source", "")), "" if metric else "warn"
 
+    def origin(f: dict[str, Any]) -> tuple[str, str, str]:
+        anchored = str(f.get("origin", "")).startswith("marker")
+        return str(f.get("origin", "?")), "holds the twin's x, y origin and yaw", "" if anchored else "warn"
+
     def physics(f: dict[str, Any]) -> tuple[str, str, str]:
         if not f.get("physics_run"):
             return "not run", "validation only", "warn"
@@ -63,6 +67,7 @@ def key_cards(capture: Capture) -> str:
                                              f"{fmt(f.get('points3d'))} sparse points",
                                              "" if f.get("registered") == f.get("total") else "warn")),
         card("sfm", "scale", scale),
+        card("sfm", "origin", origin),
         card("splats", "splats", lambda f: (fmt(f.get("num_gaussians")),
                                             f"{fmt(f.get('steps'))} steps on {f.get('device', '?')}", "")),
         card("splats", "held-out PSNR", lambda f: (f"{fmt(f.get('psnr'))} dB", f"SSIM {fmt(f.get('ssim'))}", "")),
