@@ -16,6 +16,8 @@ import trimesh
 from scipy.spatial.transform import Rotation
 
 from twinscan.errors import TwinscanError
+from twinscan.recon.sfm.config import aruco_dictionary_id
+from twinscan.recon.sfm.markers import marker_cells as pattern_cells
 from twinscan.synth.textures import Texture, make_texture
 
 FLOOR_HALF_SIZE_M = 4.5
@@ -103,21 +105,12 @@ def _unit(v) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def aruco_dictionary(dict_name: str):
-    try:
-        return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, f"DICT_{dict_name.upper()}"))
-    except AttributeError:
-        raise TwinscanError(f"unknown ArUco dictionary '{dict_name}'",
-                            "use a cv2.aruco name without the DICT_ prefix, e.g. 4x4_50") from None
-
-
 def marker_cells(dict_name: str, marker_id: int) -> np.ndarray:
-    dictionary = aruco_dictionary(dict_name)
+    dictionary = cv2.aruco.getPredefinedDictionary(aruco_dictionary_id(dict_name))
     if not 0 <= marker_id < dictionary.bytesList.shape[0]:
         raise TwinscanError(f"marker id {marker_id} is not in ArUco dictionary {dict_name}",
                             f"use an id from 0 to {dictionary.bytesList.shape[0] - 1}")
-    n = dictionary.markerSize + 2
-    return cv2.aruco.generateImageMarker(dictionary, marker_id, n, borderBits=1) > 127
+    return pattern_cells(dictionary, marker_id)
 
 
 def cell_layout() -> tuple[Box, ...]:
