@@ -24,7 +24,7 @@ from twinscan.meshing.metrics import surface_distance
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV, OPENCV_KEYS, read_transforms, write_transforms
 from twinscan.recon.sfm.reconstruct import loop_pairs
 from twinscan.recon.sfm.stage import PARTIAL_DIR, posed_cameras
-from twinscan.recon.sfm.world_frame import (Similarity, anchored_at_marker, camera_up, fit_floor_plane,
+from twinscan.recon.sfm.world_frame import (Similarity, anchored_at_marker, camera_up, covers_area, fit_floor_plane,
                                             rotation_between, world_from_raw)
 from twinscan.workspace import Workspace
 
@@ -82,6 +82,17 @@ def test_camera_up_ignores_pitch_and_survives_a_straight_walk():
     rolled = pitched_down.copy()
     rolled[:, :3, :3] = rolled[:, :3, :3] @ cv2.Rodrigues(np.array([0, 0, np.radians(3.0)]))[0]
     assert angle_deg(camera_up(rolled), np.array([0, 0, 1.0])) < 3.0  # roll only tilts it by its size
+
+
+def test_a_sparse_patchy_floor_covers_an_area_and_two_lines_do_not():
+    """About as many points as a tiny capture's floor: clumps of three, or the bases of two walls."""
+    rng = np.random.default_rng(2)
+    clumps = np.repeat(rng.uniform(0, 4, (45, 2)), 3, axis=0) + rng.normal(0, 0.04, (135, 2))
+    lines = np.concatenate([np.c_[rng.uniform(0, 4, 64), rng.normal(0, 0.05, 64)],
+                            np.c_[rng.normal(0, 0.05, 64), rng.uniform(0, 4, 64)]])
+    assert covers_area(np.c_[clumps, np.zeros(135)])
+    assert not covers_area(np.c_[clumps, np.zeros(135)], cells=10)  # the finer grid misread it
+    assert not covers_area(np.c_[lines, np.zeros(128)])
 
 
 def test_floor_fit_prefers_the_floor_over_walls_and_a_table():

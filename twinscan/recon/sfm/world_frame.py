@@ -78,12 +78,15 @@ def _plane_through(points: np.ndarray) -> tuple[np.ndarray, float]:
     return normal, -float(normal @ centroid)
 
 
-def covers_area(points: np.ndarray, min_fill: float = 0.4, cells: int = 10) -> bool:
+def covers_area(points: np.ndarray, min_fill: float = 0.4, cells: int = 8) -> bool:
     """Whether points on a plane cover an area rather than lines: the fraction of occupied cells of
     a cells x cells grid over their (2-98 percentile) extent along their two principal directions.
 
     A near-horizontal plane cutting through textured walls collects many inliers along lines;
     a floor's inliers fill a region (a ring around a robot still fills about half the grid).
+    8 x 8, not finer: the tiny test capture's 128 patchy floor points filled 0.45 of a 10 x 10 grid,
+    so SfM's run-to-run jitter lost the floor about one run in ten; on 8 x 8 they fill 0.56, while
+    two crossing lines of as many points fill about 0.3.
     """
     if len(points) < cells:
         return False
