@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -15,6 +16,8 @@ import pytest
 
 from twinscan.errors import TwinscanError
 from twinscan.frames import FramesConfig, run_frames
+from twinscan.frames.prefetch import prefetched
+from twinscan.frames.source import _score_image as score_image
 from twinscan.frames.source import open_source
 from twinscan.presets import get_preset
 from twinscan.synth import CaptureConfig, GroundTruth, make_capture
@@ -218,21 +221,44 @@ def test_variable_frame_rate_times_come_from_timestamps(variable_rate: tuple[Pat
         assert record["time_s"] == pytest.approx(times_s[record["source_index"]], abs=1e-3)
 
 
-@pytest.mark.parametrize("rate", ["constant", "variable"])
-def test_dropped_frames_leave_the_others_in_place(capture: GroundTruth, variable_rate: tuple[Path, np.ndarray],
-                                                  rate: str) -> None:
-    """Letting the decoder drop every disposable frame (B-frames) keeps each other frame's place,
-    time and picture: the same as decoding everything."""
-    video, times_s = (capture.video_path, capture.times_s) if rate == "constant" else variable_rate
-    _, every = open_source(video, CONFIG.score_side)
-    greys = [frame.grey for frame in every]
-    report, frames = open_source(video, CONFIG.score_side, may_skip=lambda time_s: True)
-    decoded = list(frames)
-    assert len(greys) == len(times_s) == report.frames > report.decoded == len(decoded)  # frames were dropped
-    assert [frame.index for frame in decoded] == sorted({frame.index for frame in decoded})
-    for frame in decoded:
-        assert frame.time_s == pytest.approx(times_s[frame.index], abs=1e-3)
-        assert np.array_equal(frame.grey, greys[frame.index])
+def test_decoding_in_a_thread_keeps_order_and_the_kept_set(capture: GroundTruth, tmp_path: Path) -> None:
+    """The decoder runs ahead in its own thread; frames still come in order, each the same picture as
+    a plain single-threaded decode, and two runs keep exactly the same frames."""
+    report, frames = open_source(capture.video_path, CONFIG.score_side)
+    threaded = list(frames)
+    assert [frame.index for frame in threaded] == list(range(capture.frame_count)) == list(range(report.frames))
+    with av.open(str(capture.video_path)) as container:
+        for frame, plain in zip(threaded, container.decode(video=0), strict=True):
+            assert np.array_equal(frame.grey, score_image(plain, CONFIG.score_side))
+    runs = []
+    for attempt in range(2):
+        run_frames(Workspace(tmp_path / str(attempt)), capture.video_path, CONFIG)
+        runs.append(json.loads((tmp_path / str(attempt) / "frames.json").read_text()))
+    assert runs[0] == runs[1] and len(runs[0]) >= 6
+
+
+def test_prefetch_raises_where_the_producer_failed_and_stops_when_closed() -> None:
+    closed = threading.Event()
+
+    def items(fail_at: int | None):
+        try:
+            for i in range(1000):
+                if i == fail_at:
+                    raise ValueError("damaged")
+                yield i
+        finally:
+            closed.set()
+
+    got = []
+    with pytest.raises(ValueError, match="damaged"):
+        for item in prefetched(items(fail_at=7), depth=3):
+            got.append(item)
+    assert got == list(range(7)) and closed.is_set()
+    closed.clear()
+    early = prefetched(items(fail_at=None), depth=3)
+    assert [next(early) for _ in range(5)] == list(range(5))
+    early.close()  # the consumer stops: the producer is joined and its source closed
+    assert closed.is_set() and not any(t.name == "twinscan-prefetch" for t in threading.enumerate())
 
 
 def test_folder_of_images(upright: list[np.ndarray], tmp_path: Path) -> None:

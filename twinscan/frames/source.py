@@ -2,8 +2,7 @@
 
 Only the score image is made for every frame; the full upright picture is rendered on demand,
 for the few frames that are kept. A decoded video frame is held only while it is a candidate.
-Decoding is most of the stage's time, so the consumer may let the decoder drop disposable frames
-(no other frame is predicted from them: B-frames, mostly) at times when no frame can be kept.
+Decoding (and reading images) runs in its own thread, PREFETCH_FRAMES ahead of the consumer.
 """
 
 from __future__ import annotations
@@ -18,10 +17,12 @@ import cv2
 import numpy as np
 
 from twinscan.errors import TwinscanError
+from twinscan.frames.prefetch import prefetched
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 # Pixel formats whose first plane is 8-bit luma: read it directly instead of asking swscale for grey.
 LUMA_FIRST_FORMATS = {"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p", "nv12", "nv21", "gray"}
+PREFETCH_FRAMES = 4  # decoded frames waiting for the selector: a 4K frame is 12 MB
 
 
 @dataclass
@@ -51,19 +52,19 @@ def fit_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
 
 
-def open_source(path: Path, score_side: int, may_skip: Callable[[float], bool] | None = None,
-                ) -> tuple[SourceReport, Iterator[SourceFrame]]:
-    """Check the input and return its report and a lazy iterator over its frames.
+def open_source(path: Path, score_side: int) -> tuple[SourceReport, Iterator[SourceFrame]]:
+    """Check the input and return its report and an iterator over its frames, decoded in a thread.
 
-    `may_skip(time_s)` says whether the decoder may drop a disposable frame shown at time_s
-    (asked as each packet goes in, a few frames ahead of the frames coming out).
+    The report fills in as frames are read: read its counts once the iterator is exhausted or closed.
     """
     path = Path(path)
     if not path.exists():
         raise TwinscanError(f"{path} does not exist", "check the path to the walkthrough video or image folder")
     if path.is_dir():
-        return _image_folder(path, score_side)
-    return _video(path, score_side, may_skip)
+        report, frames = _image_folder(path, score_side)
+    else:
+        report, frames = _video(path, score_side)
+    return report, prefetched(frames, PREFETCH_FRAMES)
 
 
 # ---- video -------------------------------------------------------------------------------------
@@ -96,8 +97,7 @@ def _renderer(frame: av.VideoFrame, rotation_quarters: int) -> Callable[[int], n
     return render
 
 
-def _video(path: Path, score_side: int, may_skip: Callable[[float], bool] | None,
-           ) -> tuple[SourceReport, Iterator[SourceFrame]]:
+def _video(path: Path, score_side: int) -> tuple[SourceReport, Iterator[SourceFrame]]:
     try:
         container = av.open(str(path))
     except av.error.FFmpegError as error:
@@ -111,14 +111,14 @@ def _video(path: Path, score_side: int, may_skip: Callable[[float], bool] | None
     stream.thread_type = "AUTO"  # frame and slice threads: decoding is most of the stage's time
     report = SourceReport("video", expected_frames=stream.frames or None,
                           fps=float(stream.average_rate) if stream.average_rate else None)
-    return report, _decode(container, stream, report, score_side, may_skip)
+    return report, _decode(container, stream, report, score_side)
 
 
 class PresentationOrder:
     """A frame's place in the source from its timestamp: the number of packets shown before it.
 
-    Counting timestamps rather than decoded frames keeps the places right when the decoder drops
-    frames, and with variable frame rate. The decoder gives a frame out only after every packet
+    Counting timestamps rather than decoded frames keeps the places right when damaged packets
+    lose their frames, and with variable frame rate. The decoder gives a frame out only after every packet
     shown before it has gone in, so the count is final by then; packets older than the last frame
     out are folded into a running total.
     """
@@ -143,12 +143,11 @@ class PresentationOrder:
 
 
 def _decode(container: av.container.InputContainer, stream: av.video.stream.VideoStream, report: SourceReport,
-            score_side: int, may_skip: Callable[[float], bool] | None) -> Iterator[SourceFrame]:
+            score_side: int) -> Iterator[SourceFrame]:
     """Demux and decode packet by packet, so a corrupt packet costs its frames, not the video."""
     bad_packets = 0
     order = PresentationOrder()
-    timed = True  # every packet so far had a timestamp: places come from timestamps, and frames may be dropped
-    codec = stream.codec_context
+    timed = True  # every packet so far had a timestamp: places come from timestamps
     try:
         packets = container.demux(stream)
         while True:
@@ -164,10 +163,6 @@ def _decode(container: av.container.InputContainer, stream: av.video.stream.Vide
                 timed = timed and packet.pts is not None
                 if timed:
                     order.add_packet(packet.pts)
-                skip = "NONREF" if timed and may_skip is not None and may_skip(float(packet.pts * packet.time_base)) \
-                    else "DEFAULT"
-                if codec.skip_frame != skip:
-                    codec.skip_frame = skip
             try:
                 frames = packet.decode()
             except av.error.FFmpegError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def _select_and_write(source: Path, config: FramesConfig, folder: Path,
     selector = KeyframeSelector(config, report.fps)
     records: list[dict[str, Any]] = []
     try:
-        with progress_bar(f"frames from {source.name}", report.expected_frames) as advance:
+        with closing(frames), progress_bar(f"frames from {source.name}", report.expected_frames) as advance:
             shown = 0
             for frame in frames:
                 for kept in selector.push(frame):
@@ -71,7 +72,7 @@ def _select_and_write(source: Path, config: FramesConfig, folder: Path,
                 records.append(_write(kept, folder, config, first=not records))
             advance(report.frames - shown, status=f"kept {len(records)}")
     finally:
-        run.warnings += report.warnings  # also when the stage fails: a truncated video says so
+        run.warnings += report.warnings  # also when the stage fails (the decoder has stopped): a truncated video says so
     _check_enough(source, config, report, selector.counts, len(records))
     records = _thin_to_budget(records, config.max_frames, folder)
     return records, report, selector.counts
@@ -135,7 +136,7 @@ def _figures(records: list[dict[str, Any]], report: SourceReport, counts: Select
     return {
         "kept": len(records),
         "decoded": report.frames,  # frames of the source gone through, of which these were not decoded:
-        "not_decoded": report.frames - report.decoded,  # disposable before a window opened (or damaged)
+        "not_decoded": report.frames - report.decoded,  # lost with damaged packets
         "blurred": counts.blurred,
         "badly_exposed": counts.badly_exposed,
         "mean_sharpness": round(sum(r["sharpness"] for r in records) / len(records), 2),
