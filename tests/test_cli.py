@@ -66,3 +66,23 @@ def test_usd_rejects_a_truncated_ply_in_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["usd", str(tmp_path / "out"), "--from-ply", str(ply)])
     assert result.exit_code == 2
     assert not (tmp_path / "out" / "twin.usda").exists()
+
+
+def test_info_tells_a_killed_stage_from_a_running_one(tmp_path: Path) -> None:
+    """A stage recorded 'running' is running only while a process holds the workspace's lock."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from twinscan.workspace import Workspace\n"
+         f"with Workspace({str(tmp_path)!r}).run_stage('frames', {{}}, {{}}, {{}}):\n"
+         "    print('started', flush=True); time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "started"
+        while_running = runner.invoke(app, ["info", str(tmp_path)], terminal_width=200)
+    finally:
+        holder.kill()
+        holder.wait()
+    after_kill = runner.invoke(app, ["info", str(tmp_path)], terminal_width=200)
+    assert while_running.exit_code == after_kill.exit_code == 0
+    assert "running" in while_running.output and "interrupted" not in while_running.output
+    assert "interrupted" in after_kill.output and "resume" in after_kill.output, after_kill.output

@@ -159,6 +159,20 @@ class Workspace:
             fcntl.flock(lock_file, fcntl.LOCK_UN)
             lock_file.close()
 
+    def in_use(self) -> bool:
+        """True while a twinscan process (this one included) holds the workspace's lock."""
+        if self.root.resolve() in _HELD_LOCKS:
+            return True
+        if not (self.root / LOCK).exists():
+            return False
+        with open(self.root / LOCK, "a+") as lock_file:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+        return False
+
     # ---- stages ------------------------------------------------------------------------
     def is_done(self, name: str, params: Any, inputs: dict[str, str]) -> bool:
         """True when `name` finished with these parameters and input fingerprints, outputs intact."""

@@ -10,7 +10,7 @@ from twinscan.errors import TwinscanError
 from twinscan.progress import console
 from twinscan.workspace import STAGE_ORDER, Workspace
 
-_STATUS_STYLE = {"done": "green", "running": "yellow", "failed": "red"}
+_STATUS_STYLE = {"done": "green", "running": "yellow", "interrupted": "red", "failed": "red"}
 
 
 def format_figure(value: Any) -> str:
@@ -30,6 +30,8 @@ def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
         raise TwinscanError(f"{ws.root} is not a twinscan workspace (no manifest.json)",
                             "run `twinscan capture VIDEO -o FOLDER` first")
     stages = ws.manifest()["stages"]
+    # a stage recorded running while no process holds the workspace was killed mid-way
+    running = "running" if ws.in_use() else "interrupted"
     table = Table(title=f"twinscan workspace {ws.root}")
     for column in ("stage", "status", "seconds", "figures"):
         table.add_column(column)
@@ -41,7 +43,11 @@ def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
             table.add_row(name, "[dim]not run[/]", "", "")
             continue
         status = record.get("status", "?")
+        if status == "running":
+            status = running
         detail = record.get("error", "") if status == "failed" else _figures_text(record)
+        if status == "interrupted":
+            detail = "killed before it finished: run the same command again to resume"
         table.add_row(name, f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]",
                       format_figure(record.get("seconds", "")), detail)
     console.print(table)
