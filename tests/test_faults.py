@@ -459,3 +459,32 @@ def test_taking_the_workspace_lock_sweeps_what_killed_writers_left(tmp_path: Pat
     with Workspace(tmp_path).locked():
         assert _temporary_names(tmp_path) == []
     assert _files(tmp_path) == [".splats-checkpoint.pt", "frames/000001.jpg"]
+
+
+def test_sfm_refuses_to_start_without_the_disk_space_it_needs(tmp_path: Path) -> None:
+    """pycolmap aborts the whole process on a full disk, so the stage checks the room first: an SfM
+    whose database could not fit (here: a feature budget no disk holds) fails with one line, recorded
+    in the manifest, having written nothing."""
+    import cv2
+
+    from twinscan.errors import TwinscanError
+    from twinscan.recon.sfm import SfmConfig, run_sfm
+    from twinscan.recon.sfm.reconstruct import disk_needed
+    from twinscan.workspace import Workspace
+
+    (tmp_path / "frames").mkdir()
+    records = []
+    for i in range(4):
+        cv2.imwrite(str(tmp_path / "frames" / f"{i:06d}.jpg"), np.full((32, 32, 3), 128, np.uint8))
+        records.append({"file": f"frames/{i:06d}.jpg", "source_index": i})
+    (tmp_path / "frames.json").write_text(json.dumps(records))
+    free = shutil.disk_usage(tmp_path).free
+    greedy = SfmConfig(max_features=free // 4 // 152 + 1)  # four frames' features alone exceed the free space
+    assert disk_needed(4, 0, greedy) > free > disk_needed(4, 0, SfmConfig())
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(TwinscanError, match=r"only [\d,]+ MB free .* sfm on 4 frames needs about") as raised:
+        run_sfm(Workspace(tmp_path), greedy)
+    assert "free disk space" in raised.value.fix
+    record = Workspace(tmp_path).stage_record("sfm")
+    assert record["status"] == "failed" and "MB free" in record["error"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("manifest.json", LOCK)) == before

@@ -67,6 +67,15 @@ def _no_room_error(code: int, path: Path) -> TwinscanError:
                          "free disk space (or raise the file size limit) and run the same command again")
 
 
+def require_free_space(folder: Path, needed: int, what: str) -> None:
+    """Refuse to start work that would fill the disk, for writers that abort the process on a full
+    disk instead of raising (pycolmap)."""
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        raise TwinscanError(f"only {free / 1e6:,.0f} MB free in {folder}; {what} needs about {needed / 1e6:,.0f} MB",
+                            "free disk space (or use an output folder on a larger disk) and run the same command again")
+
+
 def _check_complete(tmp: Path, path: Path) -> None:
     """Refuse to rename a write that a silent writer may have truncated at the file-size limit."""
     code = _cut_short(tmp)

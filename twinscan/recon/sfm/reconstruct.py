@@ -15,11 +15,28 @@ import numpy as np
 
 from twinscan.recon.sfm.config import SfmConfig
 
+FEATURE_BYTES = 152  # a SIFT keypoint (6 float32) and its descriptor (128 uint8) in COLMAP's database
+MATCH_BYTES = 16  # a match (two uint32), stored raw and again once verified
+MATCHED_FRACTION = 0.25  # of a pair's features that match: generous for overlapping video frames
+
 
 def loop_pairs(num_images: int, keyframes: int, overlap: int) -> list[tuple[int, int]]:
     """Index pairs among ~`keyframes` evenly spread frames that sequential matching does not cover."""
     picked = np.unique(np.linspace(0, num_images - 1, min(keyframes, num_images)).round().astype(int))
     return [(int(a), int(b)) for i, a in enumerate(picked) for b in picked[i + 1:] if b - a > overlap]
+
+
+def disk_needed(num_images: int, image_bytes: int, cfg: SfmConfig) -> int:
+    """Bytes the sfm stage writes, about: COLMAP's database (features, matches) and the model with
+    its undistorted images (the frames' size, twice). pycolmap aborts the process on a full disk
+    rather than raising, so the stage checks this much is free before it starts."""
+    if cfg.matching == "exhaustive":
+        pairs = num_images * (num_images - 1) // 2
+    else:  # sequential with quadratic overlap: about twice `overlap` pairs a frame
+        pairs = 2 * cfg.overlap * num_images + len(loop_pairs(num_images, cfg.loop_keyframes, cfg.overlap))
+    features = num_images * cfg.max_features * FEATURE_BYTES
+    matches = round(pairs * cfg.max_features * MATCHED_FRACTION) * MATCH_BYTES
+    return features + matches + 2 * image_bytes
 
 
 def extract_features(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig, camera=None) -> None:

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from twinscan.atomic import atomic_dir
+from twinscan.atomic import atomic_dir, require_free_space
 from twinscan.errors import TwinscanError
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transforms
-from twinscan.recon.sfm.reconstruct import model_figures, reconstruct
+from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
 from twinscan.recon.sfm.world_frame import Similarity, anchored_at_marker, camera_up, world_from_raw
-from twinscan.workspace import Workspace, fingerprint, tool_versions
+from twinscan.workspace import StageRun, Workspace, fingerprint, tool_versions
 
 FRAMES_DIR = "frames"
 MODEL_DIR = "sfm"
@@ -136,8 +136,15 @@ def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any
     inputs = {"frames.json": fingerprint(ws.path("frames.json")), "frames": fingerprint(image_dir)}
     if not force and ws.is_done("sfm", cfg, inputs):
         return ws.stage_record("sfm")["figures"]
-    with ws.run_stage("sfm", cfg, inputs, tool_versions(*VERSIONS)) as run, \
-            progress_bar("sfm", total=5) as advance, \
+    with ws.run_stage("sfm", cfg, inputs, tool_versions(*VERSIONS)) as run:
+        frame_bytes = sum(f.stat().st_size for f in image_dir.iterdir())
+        require_free_space(ws.root, disk_needed(len(names), frame_bytes, cfg), f"sfm on {len(names)} frames")
+        _reconstruct_and_write(ws, cfg, names, image_dir, run)
+    return run.figures
+
+
+def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], image_dir: Path, run: StageRun) -> None:
+    with progress_bar("sfm", total=5) as advance, \
             tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work.tmp-") as work:
         model = reconstruct(image_dir, names, Path(work), cfg, advance)
         if model is None:
@@ -159,4 +166,3 @@ def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any
         run.outputs.extend(write_outputs(ws, model, image_dir))
         shutil.rmtree(ws.path(PARTIAL_DIR), ignore_errors=True)  # a failed earlier try's leftovers
         advance(1, status="written")
-    return run.figures
