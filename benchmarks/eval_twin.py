@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,24 +56,23 @@ def collider_bounds(usd_path: Path) -> np.ndarray:
     return box
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workspace", type=Path)
-    parser.add_argument("--sample", type=Path, default=SAMPLE)
-    args = parser.parse_args()
-    ws, truth = args.workspace, load_ground_truth(args.sample)
+@dataclass(frozen=True)
+class TwinTruth:
+    """A sample's ground truth moved into a finished capture's twin frame."""
+
+    to_twin: np.ndarray  # (4, 4) generator frame -> twin frame
+    scene: trimesh.Trimesh  # the true surface, twin frame
+    seen: np.ndarray  # true surface points the kept frames saw (>= 1 view), twin frame
+    seen_twice: np.ndarray  # ... seen by >= 2 kept frames
+
+
+def truth_in_twin(ws: Path, sample: Path) -> tuple[TwinTruth, dict[str, int]]:
+    """The ground truth in the twin frame, and the kept frames' names -> source indices."""
+    truth = load_ground_truth(sample)
     to_twin = twin_from_scene(ws, truth.marker.id, truth.marker.world_from_marker)
-    scene = trimesh.load(args.sample / "scene.ply", force="mesh")
+    scene = trimesh.load(sample / "scene.ply", force="mesh")
     scene.apply_transform(to_twin)
-
     frames = {Path(r["file"]).name: r["source_index"] for r in json.loads((ws / "frames.json").read_text())}
-    model = pycolmap.Reconstruction(ws / "sfm")
-    names = sorted(image.name for image in model.images.values() if image.has_pose)
-    true_cams = to_twin @ truth.world_from_cam[[frames[name] for name in names]]
-    cams = pose_error(posed_cameras(model), true_cams, align=False)
-    print(f"cameras ({len(names)}): position RMSE {cams.position_rmse * 100:.2f} cm, rotation mean "
-          f"{cams.rotation_mean_deg:.3f} deg, max {cams.rotation_max_deg:.3f} deg (no alignment)")
-
     K = truth.K.copy()
     K[:2] *= 0.5
     K[:2, 2] += 0.5  # half size; the generator puts pixel centres at integers
@@ -80,6 +80,24 @@ def main() -> None:
     views = render_mesh_views(scene, K, to_twin @ kept, truth.width // 2, truth.height // 2)
     seen = metrics.seen_surface_points(scene, views)
     seen_twice = metrics.seen_surface_points(scene, views, min_views=2)
+    return TwinTruth(to_twin, scene, seen, seen_twice), frames
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--sample", type=Path, default=SAMPLE)
+    args = parser.parse_args()
+    ws = args.workspace
+    twin, frames = truth_in_twin(ws, args.sample)
+    scene, seen, seen_twice = twin.scene, twin.seen, twin.seen_twice
+
+    model = pycolmap.Reconstruction(ws / "sfm")
+    names = sorted(image.name for image in model.images.values() if image.has_pose)
+    true_cams = twin.to_twin @ load_ground_truth(args.sample).world_from_cam[[frames[name] for name in names]]
+    cams = pose_error(posed_cameras(model), true_cams, align=False)
+    print(f"cameras ({len(names)}): position RMSE {cams.position_rmse * 100:.2f} cm, rotation mean "
+          f"{cams.rotation_mean_deg:.3f} deg, max {cams.rotation_max_deg:.3f} deg (no alignment)")
 
     meshes = {name: trimesh.load(ws / "mesh" / f"{name}.obj", force="mesh")
               for name in ("visual", "collision", "floor")}

@@ -11,6 +11,7 @@ from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.export import write_meshes
 from twinscan.meshing.render import render_depth_views
 from twinscan.meshing.support import supported_splats
+from twinscan.meshing.views import DepthViews
 from twinscan.progress import progress_bar
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -24,7 +25,7 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
 
     Skipped (returning the recorded figures) when done before with the same config and splats.
     """
-    from twinscan.recon.splats.views import UNDISTORTED, load_training_views
+    from twinscan.recon.splats.views import UNDISTORTED
 
     splats = ws.path(SPLATS)
     inputs = {SPLATS: fingerprint(splats)} if splats.exists() else {}
@@ -33,23 +34,32 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
     if not force and ws.is_done("mesh", cfg, inputs):
         return ws.stage_record("mesh")["figures"]
     with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
-        if not splats.exists():
-            raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
-        cameras = load_training_views(ws, cfg.render_max_side)
-        gaussians = read_ply(splats)
-        floor_found = (ws.stage_record("sfm") or {}).get("figures", {}).get("floor_found", False)
-        supported = supported_splats(gaussians.means, gaussians.quats, gaussians.log_scales, cameras.points,
-                                     floor_found)
-        gaussians = gaussians.subset(supported)
-        height, width = cameras.images[0].shape[:2]
-        with progress_bar("mesh: render", total=len(cameras)) as advance:
-            views = render_depth_views(gaussians, cameras.Ks.numpy(), cameras.cam_from_world.numpy(), width,
-                                       height, advance)
+        views, unsupported = stage_views(ws, cfg)
         with progress_bar("mesh", total=STEPS) as advance:
             result = build_meshes(views, cfg, advance)
         files = write_meshes(result, ws.path(MESH_DIR))
         run.outputs = [f"{MESH_DIR}/{name}" for name in files]
-        run.figures.update(result.figures, render_resolution=[width, height],
-                           floater_splats_removed=int((~supported).sum()))
+        height, width = views.size
+        run.figures.update(result.figures, render_resolution=[width, height], floater_splats_removed=unsupported)
         run.warnings.extend(result.warnings)
     return run.figures
+
+
+def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int]:
+    """What the stage fuses: the splats the SfM points support, rendered at the training cameras;
+    and how many splats were left out as unsupported."""
+    from twinscan.recon.splats.views import load_training_views
+
+    splats = ws.path(SPLATS)
+    if not splats.exists():
+        raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
+    cameras = load_training_views(ws, cfg.render_max_side)
+    gaussians = read_ply(splats)
+    floor_found = (ws.stage_record("sfm") or {}).get("figures", {}).get("floor_found", False)
+    supported = supported_splats(gaussians.means, gaussians.quats, gaussians.log_scales, cameras.points,
+                                 floor_found)
+    height, width = cameras.images[0].shape[:2]
+    with progress_bar("mesh: render", total=len(cameras)) as advance:
+        views = render_depth_views(gaussians.subset(supported), cameras.Ks.numpy(), cameras.cam_from_world.numpy(),
+                                   width, height, advance)
+    return views, int((~supported).sum())
