@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -14,13 +14,15 @@ import trimesh
 from twinscan.errors import TwinscanError
 from twinscan.meshing import cleanup, collision, fusion, texture
 from twinscan.meshing.config import MeshConfig
-from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, floor_slab, with_walkway
+from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_grid, floor_slab,
+                                    with_walkway)
+from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.views import DepthViews
 
 
 @dataclass
 class MeshResult:
-    visual: trimesh.Trimesh  # vertex-coloured surface, floor flattened onto z = 0
+    visual: trimesh.Trimesh  # vertex-coloured surface; its floor a flat grid at z = 0 over the slab's extent
     textured: trimesh.Trimesh | None  # the same surface with UVs and the baked atlas (None: no xatlas)
     collision: trimesh.Trimesh  # decimated structure without the floor
     floor: Floor | None  # None when no floor plane was found near z = 0
@@ -35,6 +37,7 @@ def _no_progress(n: float = 1, status: str | None = None) -> None:
 
 
 STEPS = 6  # progress steps `build_meshes` reports
+FLOOR_FACE_SHARE = 10  # the visual floor grid gets 1 / this of the visual face budget: it is flat
 
 
 def build_meshes(views: DepthViews, cfg: MeshConfig,
@@ -78,12 +81,18 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     floater_tolerance = 3 * voxel if floor is not None else None
     max_floater = cfg.max_floater_voxels * voxel ** 2
     step = time.time()
-    visual = collision.decimate(surface, cfg.visual_faces)
-    visual, floating_removed = _drop_floating(visual, floater_tolerance, max_floater)
-    visual.visual.vertex_colors = texture.transfer_vertex_colours(visual, surface)
+    visual, floating_removed = _visual_surface(surface, is_floor, floor, cfg, floater_tolerance, max_floater)
+    # Colour comes from the views that see each part of the final mesh (its own depth decides),
+    # so the floor past the fused patch takes the pictures' colours too.
+    seen_by = replace(views, depth=mesh_depths(visual, views.K, views.world_from_cam, views.size[1], views.size[0]),
+                      alpha=np.ones_like(views.alpha))
+    colours = texture.transfer_vertex_colours(visual, surface)
+    projected, seen = texture.project_colours(visual.vertices, visual.vertex_normals, seen_by, tolerance=voxel)
+    colours[seen, :3] = np.clip(projected[seen], 0, 255).astype(np.uint8)
+    visual.visual.vertex_colors = colours
     textured = None
     if cfg.texture_size and texture.xatlas_available():
-        textured = _textured(visual, views, cfg.texture_size, tolerance=2 * voxel)
+        textured = _textured(visual, seen_by, cfg.texture_size, tolerance=voxel)
     elif cfg.texture_size:
         warnings.append("xatlas is not installed: the visual mesh has vertex colours only (pip install xatlas)")
     figures.update(visual_faces=len(visual.faces), floating_removed=floating_removed,
@@ -152,6 +161,18 @@ def _clean(raw: trimesh.Trimesh, views: DepthViews, depth: np.ndarray, voxel: fl
     figures.update(faces_outside_capture=outside_faces,
                    components_removed=components_removed, hole_faces_added=hole_faces)
     return surface
+
+
+def _visual_surface(surface: trimesh.Trimesh, is_floor: np.ndarray, floor: Floor | None, cfg: MeshConfig,
+                    floater_tolerance: float | None, max_floater: float) -> tuple[trimesh.Trimesh, int]:
+    """The decimated surface with its fused floor replaced by a flat grid over the slab's extent:
+    the floor a sim shows is the floor it collides with. (Floating pieces removed: how many.)"""
+    if floor is None:
+        return _drop_floating(collision.decimate(surface, cfg.visual_faces), floater_tolerance, max_floater)
+    grid = floor_grid(floor, cfg.visual_faces // FLOOR_FACE_SHARE)
+    structure = collision.decimate(cleanup.keep_faces(surface, ~is_floor), cfg.visual_faces - len(grid.faces))
+    structure, removed = _drop_floating(structure, floater_tolerance, max_floater)
+    return trimesh.util.concatenate([structure, grid]), removed
 
 
 def _drop_floating(mesh: trimesh.Trimesh, tolerance: float | None, max_area: float) -> tuple[trimesh.Trimesh, int]:

@@ -78,6 +78,24 @@ def flatten_floor(mesh: trimesh.Trimesh, is_floor: np.ndarray) -> trimesh.Trimes
     return flat
 
 
+def floor_grid(floor: Floor, max_faces: int) -> trimesh.Trimesh:
+    """The floor's visible surface over the slab's extent: square cells at z = 0, facing up.
+
+    The fused floor is patchy past the SfM-supported splats; the visual mesh shows the same floor
+    the collider is, and its texture comes from the views that saw each part of it.
+    """
+    (x0, y0), (x1, y1) = floor.bounds_xy
+    cell = max(np.sqrt((x1 - x0) * (y1 - y0) * 2 / max_faces), 1e-3)
+    xs = np.linspace(x0, x1, max(1, int(np.ceil((x1 - x0) / cell))) + 1)
+    ys = np.linspace(y0, y1, max(1, int(np.ceil((y1 - y0) / cell))) + 1)
+    gx, gy = np.meshgrid(xs, ys, indexing="ij")
+    vertices = np.column_stack([gx.ravel(), gy.ravel(), np.zeros(gx.size)])
+    corner = (np.arange(len(xs) - 1)[:, None] * len(ys) + np.arange(len(ys) - 1)[None]).ravel()
+    a, b, c, d = corner, corner + len(ys), corner + len(ys) + 1, corner + 1  # counter-clockwise from +z
+    faces = np.concatenate([np.column_stack([a, b, c]), np.column_stack([a, c, d])])
+    return trimesh.Trimesh(vertices, faces, process=False)
+
+
 def floor_slab(floor: Floor, thickness: float) -> trimesh.Trimesh:
     """A box under the captured floor, its top face at z = 0: the floor's collider."""
     (x0, y0), (x1, y1) = floor.bounds_xy

@@ -1,4 +1,5 @@
-"""Ground-truth views of a known mesh (open3d ray casting): what the mesher is tested and benchmarked on."""
+"""Views of a known mesh (open3d ray casting): ground truth for tests and benchmarks, and a mesh's own
+depth where the texture bake needs to know which views see which part of it."""
 
 from __future__ import annotations
 
@@ -23,29 +24,41 @@ def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
     return world_from_cam
 
 
-def render_mesh_views(mesh: trimesh.Trimesh, K: np.ndarray, world_from_cams: np.ndarray,
-                      width: int, height: int) -> DepthViews:
-    """Exact depth (z along the optical axis) and face colours of `mesh` seen by each pinhole camera."""
+def _cast(mesh: trimesh.Trimesh, Ks: np.ndarray, world_from_cams: np.ndarray, width: int, height: int):
+    """Per view: (depth along the optical axis, inf where the ray hits nothing; hit face ids)."""
     o3d = open3d()
     scene = o3d.t.geometry.RaycastingScene()
     scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
-    face_colours = np.asarray(mesh.visual.face_colors)[:, :3]
     v, u = np.mgrid[0:height, 0:width]
     pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
-    rays_cam = pixels @ np.linalg.inv(K).T  # z = 1, so hit distance along it is the depth
-    depths, colours = [], []
-    for world_from_cam in world_from_cams:
+    for K, world_from_cam in zip(Ks, world_from_cams):
+        rays_cam = pixels @ np.linalg.inv(K).T  # z = 1, so hit distance along it is the depth
         directions = rays_cam @ world_from_cam[:3, :3].T
         origins = np.broadcast_to(world_from_cam[:3, 3], directions.shape)
         hits = scene.cast_rays(np.concatenate([origins, directions], 1).astype(np.float32))
-        depth = hits["t_hit"].numpy().reshape(height, width)  # inf where the ray hits nothing
-        face = hits["primitive_ids"].numpy().reshape(height, width)
+        yield (hits["t_hit"].numpy().reshape(height, width).astype(np.float32),
+               hits["primitive_ids"].numpy().reshape(height, width))
+
+
+def mesh_depths(mesh: trimesh.Trimesh, Ks: np.ndarray, world_from_cams: np.ndarray, width: int,
+                height: int) -> np.ndarray:
+    """(N, H, W) depth of `mesh` itself seen by each pinhole camera (inf where nothing is hit)."""
+    return np.stack([depth for depth, _ in _cast(mesh, Ks, world_from_cams, width, height)])
+
+
+def render_mesh_views(mesh: trimesh.Trimesh, K: np.ndarray, world_from_cams: np.ndarray,
+                      width: int, height: int) -> DepthViews:
+    """Exact depth (z along the optical axis) and face colours of `mesh` seen by each pinhole camera."""
+    face_colours = np.asarray(mesh.visual.face_colors)[:, :3]
+    n = len(world_from_cams)
+    Ks = np.broadcast_to(K, (n, 3, 3)).copy()
+    depths, colours = [], []
+    for depth, face in _cast(mesh, Ks, world_from_cams, width, height):
         hit = np.isfinite(depth)
         colour = np.zeros((height, width, 3), np.uint8)
         colour[hit] = face_colours[face[hit]]
-        depths.append(depth.astype(np.float32))
+        depths.append(depth)
         colours.append(colour)
-    n = len(world_from_cams)
     depth = np.stack(depths)
     return DepthViews(depth=depth, colour=np.stack(colours), alpha=np.isfinite(depth).astype(np.float32),
-                      K=np.broadcast_to(K, (n, 3, 3)).copy(), world_from_cam=np.asarray(world_from_cams, np.float64))
+                      K=Ks, world_from_cam=np.asarray(world_from_cams, np.float64))

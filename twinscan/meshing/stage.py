@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
@@ -46,8 +49,8 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
 
 
 def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int]:
-    """What the stage fuses: the splats the SfM points support, rendered at the training cameras;
-    and how many splats were left out as unsupported."""
+    """What the stage fuses: depth of the splats the SfM points support, rendered at the training
+    cameras, with the training pictures' colours; and how many splats were left out as unsupported."""
     from twinscan.recon.splats.views import load_training_views
 
     splats = ws.path(SPLATS)
@@ -62,4 +65,6 @@ def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int]:
     with progress_bar("mesh: render", total=len(cameras)) as advance:
         views = render_depth_views(gaussians.subset(supported), cameras.Ks.numpy(), cameras.cam_from_world.numpy(),
                                    width, height, advance)
-    return views, int((~supported).sum())
+    # colour from the pictures themselves: the splats left out (floor past the SfM points) render none
+    pictures = np.stack([(image.numpy() * 255 + 0.5).astype(np.uint8) for image in cameras.images])
+    return replace(views, colour=pictures), int((~supported).sum())

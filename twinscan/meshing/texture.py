@@ -77,35 +77,75 @@ def bake_texture(vertices: np.ndarray, faces: np.ndarray, uvs: np.ndarray, views
                  tolerance: float, fallback: np.ndarray) -> np.ndarray:
     """(size, size, 3) uint8 atlas: each texel's colour projected from the views that see it.
 
-    A view counts for a texel when the texel lies where that view rendered its surface (depth
-    within `tolerance`); views facing the surface and close to it weigh most. Texels no view saw
-    take the mean `fallback` colour of their face's corners; empty texels are grown from their
-    neighbours so bilinear lookups at chart borders do not bleed in black.
+    Texels take `project_colours`; texels no view saw take the mean `fallback` colour of their
+    face's corners; empty texels are grown from their neighbours so bilinear lookups at chart
+    borders do not bleed in black.
     """
     rows, cols, face, points = _texel_surface(vertices, faces, uvs, size)
     corners = vertices[faces]
     face_normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
     face_normals /= np.maximum(np.linalg.norm(face_normals, axis=1, keepdims=True), 1e-12)
-    normals = face_normals[face]
-    total = np.zeros((len(points), 3))
-    weight = np.zeros(len(points))
-    for i in range(len(views)):
-        inside, row, col, z = views.pixels(i, points)
-        visible = inside & (np.abs(views.depth[i, row, col] - z) <= tolerance + 0.01 * z)
-        to_camera = views.world_from_cam[i, :3, 3] - points
-        facing = (normals * to_camera).sum(1) / np.maximum(np.linalg.norm(to_camera, axis=1), 1e-9)
-        view_weight = np.where(visible, facing ** 2 / np.maximum(z, 1e-3) ** 2, 0.0)
-        total += view_weight[:, None] * views.colour[i, row, col]
-        weight += view_weight
-    seen = weight > 0
-    colour = np.empty((len(points), 3))
-    colour[seen] = total[seen] / weight[seen, None]
+    colour, seen = project_colours(points, face_normals[face], views, tolerance)
     colour[~seen] = fallback[faces[face[~seen]], :3].astype(np.float64).mean(axis=1)
     image = np.zeros((size, size, 3), np.uint8)
     image[rows, cols] = np.clip(colour, 0, 255).astype(np.uint8)
     covered = np.zeros((size, size), bool)
     covered[rows, cols] = True
     return _grow(image, covered, 4)
+
+
+AGREEMENT = 40.0  # a view's colour counts when no channel is further than this (of 255) from the views' median
+CHUNK = 100_000  # points projected at a time: memory is views x chunk colours
+
+
+def project_colours(points: np.ndarray, normals: np.ndarray, views: DepthViews,
+                    tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """(P, 3) colour of surface points from the views that see them, and (P,) whether any did.
+
+    A view sees a point that lies where it rendered its surface (depth within `tolerance`) and
+    faces it; views facing the surface and close to it weigh most. Views that disagree with the
+    median of the others are left out: where the mesh lacks a thin post, the post still hides the
+    floor behind it in the pictures of a few views, and would streak the floor with its colour.
+    """
+    colour = np.zeros((len(points), 3))
+    seen = np.zeros(len(points), bool)
+    for start in range(0, len(points), CHUNK):
+        part = slice(start, start + CHUNK)
+        samples, weights = _view_samples(points[part], normals[part], views, tolerance)
+        colour[part], seen[part] = _consensus(samples, weights)
+    return colour, seen
+
+
+def _view_samples(points: np.ndarray, normals: np.ndarray, views: DepthViews,
+                  tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """(N, P, 3) colour each view shows at each point, and (N, P) its weight (0: not seen)."""
+    samples = np.zeros((len(views), len(points), 3), np.float32)
+    weights = np.zeros((len(views), len(points)), np.float32)
+    for i in range(len(views)):
+        inside, row, col, z = views.pixels(i, points)
+        visible = inside & (np.abs(views.depth[i, row, col] - z) <= tolerance + 0.01 * z)
+        to_camera = views.world_from_cam[i, :3, 3] - points
+        facing = (normals * to_camera).sum(1) / np.maximum(np.linalg.norm(to_camera, axis=1), 1e-9)
+        weights[i] = np.where(visible & (facing > 0), facing ** 2 / np.maximum(z, 1e-3) ** 2, 0.0)
+        samples[i] = views.colour[i, row, col]
+    return samples, weights
+
+
+def _consensus(samples: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted mean over the views within AGREEMENT of the seeing views' median colour (over all
+    the seeing views where none is)."""
+    seen = (weights > 0).any(axis=0)
+    colour = np.zeros((samples.shape[1], 3))
+    if not seen.any():
+        return colour, seen
+    visible = weights[:, seen] > 0
+    median = np.nanmedian(np.where(visible[..., None], samples[:, seen], np.nan), axis=0)
+    agree = visible & (np.abs(samples[:, seen] - median).max(axis=2) <= AGREEMENT)
+    agree |= visible & ~agree.any(axis=0)  # no view near the median (two that differ): all of them
+    weight = np.where(agree, weights[:, seen], 0.0)
+    total = (weight[..., None] * samples[:, seen]).sum(axis=0)
+    colour[seen] = total / np.maximum(weight.sum(axis=0), 1e-30)[:, None]
+    return colour, seen
 
 
 def _grow(image: np.ndarray, covered: np.ndarray, steps: int) -> np.ndarray:
