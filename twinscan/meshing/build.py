@@ -89,6 +89,9 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     colours = texture.transfer_vertex_colours(visual, surface)
     projected, seen = texture.project_colours(visual.vertices, visual.vertex_normals, seen_by, tolerance=voxel)
     colours[seen, :3] = np.clip(projected[seen], 0, 255).astype(np.uint8)
+    on_floor = np.abs(visual.vertices[:, 2]) < 1e-9
+    if (on_floor & seen).any():  # floor nobody saw (under the walkway, under machines) looks like the floor
+        colours[on_floor & ~seen] = np.median(colours[on_floor & seen], axis=0).astype(np.uint8)
     visual.visual.vertex_colors = colours
     textured = None
     if cfg.texture_size and texture.xatlas_available():
