@@ -118,9 +118,9 @@ class PresentationOrder:
     """A frame's place in the source from its timestamp: the number of packets shown before it.
 
     Counting timestamps rather than decoded frames keeps the places right when damaged packets
-    lose their frames, and with variable frame rate. The decoder gives a frame out only after every packet
-    shown before it has gone in, so the count is final by then; packets older than the last frame
-    out are folded into a running total.
+    lose their frames, and with variable frame rate. The decoder gives a frame out only after
+    every packet shown before it has gone in, so the count is final by then; packets older than
+    the last frame out are folded into a running total.
     """
 
     def __init__(self) -> None:

@@ -72,7 +72,7 @@ def _select_and_write(source: Path, config: FramesConfig, folder: Path,
                 records.append(_write(kept, folder, config, first=not records))
             advance(report.frames - shown, status=f"kept {len(records)}")
     finally:
-        run.warnings += report.warnings  # also when the stage fails (the decoder has stopped): a truncated video says so
+        run.warnings += report.warnings  # also on failure (the decoder has stopped): a truncated video says so
     _check_enough(source, config, report, selector.counts, len(records))
     records = _thin_to_budget(records, config.max_frames, folder)
     return records, report, selector.counts

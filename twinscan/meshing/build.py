@@ -86,13 +86,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     # so the floor past the fused patch takes the pictures' colours too.
     seen_by = replace(views, depth=mesh_depths(visual, views.K, views.world_from_cam, views.size[1], views.size[0]),
                       alpha=np.ones_like(views.alpha))
-    colours = texture.transfer_vertex_colours(visual, surface)
-    projected, seen = texture.project_colours(visual.vertices, visual.vertex_normals, seen_by, tolerance=voxel)
-    colours[seen, :3] = np.clip(projected[seen], 0, 255).astype(np.uint8)
-    on_floor = np.abs(visual.vertices[:, 2]) < 1e-9
-    if (on_floor & seen).any():  # floor nobody saw (under the walkway, under machines) looks like the floor
-        colours[on_floor & ~seen] = np.median(colours[on_floor & seen], axis=0).astype(np.uint8)
-    visual.visual.vertex_colors = colours
+    visual.visual.vertex_colors = _vertex_colours(visual, surface, seen_by, tolerance=voxel)
     textured = None
     if cfg.texture_size and texture.xatlas_available():
         textured = _textured(visual, seen_by, cfg.texture_size, tolerance=voxel)
@@ -176,6 +170,19 @@ def _visual_surface(surface: trimesh.Trimesh, is_floor: np.ndarray, floor: Floor
     structure = collision.decimate(cleanup.keep_faces(surface, ~is_floor), cfg.visual_faces - len(grid.faces))
     structure, removed = _drop_floating(structure, floater_tolerance, max_floater)
     return trimesh.util.concatenate([structure, grid]), removed
+
+
+def _vertex_colours(visual: trimesh.Trimesh, surface: trimesh.Trimesh, seen_by: DepthViews,
+                    tolerance: float) -> np.ndarray:
+    """(V, 4) uint8: projected from the views that see a vertex; else the fused surface's nearest
+    colour, or for the floor nobody saw (under the walkway, under machines) the seen floor's median."""
+    colours = texture.transfer_vertex_colours(visual, surface)
+    projected, seen = texture.project_colours(visual.vertices, visual.vertex_normals, seen_by, tolerance)
+    colours[seen, :3] = np.clip(projected[seen], 0, 255).astype(np.uint8)
+    on_floor = np.abs(visual.vertices[:, 2]) < 1e-9
+    if (on_floor & seen).any():
+        colours[on_floor & ~seen] = np.median(colours[on_floor & seen], axis=0).astype(np.uint8)
+    return colours
 
 
 def _drop_floating(mesh: trimesh.Trimesh, tolerance: float | None, max_area: float) -> tuple[trimesh.Trimesh, int]:
