@@ -242,3 +242,54 @@ def test_bad_inputs_are_refused(tmp_path):
     with pytest.raises(TwinscanError):  # never replace a folder that is not a capture
         make_capture(CaptureConfig(width=64, height=64, fps=1.0, duration_s=1.0), tmp_path)
     assert (tmp_path / "precious.txt").exists()
+
+
+def test_border_lap_films_the_floor_edge_from_close_by_while_walking_on_the_floor():
+    """The sample's second lap: the walker stays on the floor (the mesher's walkway margin, 0.5 m, inside
+    its edge) and clear of the low wall, moves and turns smoothly, and every stretch of the floor's edge
+    that the wall does not hide is in view of some frame from within 2.5 m."""
+    fps, duration_s, border_s = 30.0, 48.0, 28.0
+    walk = Walkthrough(duration_s, seed=0, border_s=border_s)
+    times = np.arange(0.0, duration_s, 1 / fps)
+    poses = walk.world_from_cam(times)
+    eyes = poses[:, :3, 3]
+    scene = build_scene(seed=0)
+    half = scene.floor_half_size_m
+    assert np.abs(eyes[:, :2]).max() <= half - 0.5
+    wall = next(box for box in scene.boxes if box.name == "low_wall")
+    wall_face_y = wall.center[1] - wall.size[1] / 2
+    assert eyes[:, 1].max() < wall_face_y - 0.5
+    steps = np.linalg.norm(np.diff(eyes, axis=0), axis=1)
+    turns = np.degrees(np.arccos(np.clip((np.einsum("nij,nij->n", poses[1:, :3, :3], poses[:-1, :3, :3]) - 1) / 2,
+                                         -1, 1)))
+    assert steps.max() < 1.6 / fps and turns.max() < 100 / fps, (steps.max() * fps, turns.max() * fps)
+    # the first part is the plain loop, pose for pose
+    loop = Walkthrough(duration_s - border_s, seed=0).world_from_cam(times[times <= duration_s - border_s])
+    np.testing.assert_allclose(poses[: len(loop)], loop, atol=1e-9)
+
+    along = np.linspace(-half, half, 37)
+    edge = np.concatenate([np.column_stack([along, np.full_like(along, s * half)]) for s in (-1, 1)]
+                          + [np.column_stack([np.full_like(along, s * half), along]) for s in (-1, 1)])
+    edge = np.column_stack([edge, np.zeros(len(edge))])
+    hidden = (edge[:, 1] == half) & (np.abs(edge[:, 0] - wall.center[0]) < wall.size[0] / 2 + 0.3)
+    nearest = nearest_view_m(poses, edge)
+    assert nearest[~hidden].max() < 2.5, edge[~hidden][nearest[~hidden] >= 2.5]
+    # the loop alone sees most of the same edge only from across the cell
+    assert np.median(nearest_view_m(loop, edge)[~hidden]) > 5.0
+
+
+def nearest_view_m(world_from_cam: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(M,) distance from each point to the nearest camera that has it in its 960x540 view (inf: none)."""
+    K = intrinsics(960, 540, 65.0)
+    cam = np.einsum("nji,mnj->mni", world_from_cam[:, :3, :3], points[:, None, :] - world_from_cam[None, :, :3, 3])
+    uv = cam[..., :2] / np.maximum(cam[..., 2:], 1e-6) * K[0, 0] + K[:2, 2]
+    in_view = (cam[..., 2] > 0.1) & (uv[..., 0] >= 0) & (uv[..., 0] < 960) & (uv[..., 1] >= 0) & (uv[..., 1] < 540)
+    return np.where(in_view, np.linalg.norm(cam, axis=-1), np.inf).min(axis=1)
+
+
+def test_no_surface_is_longer_than_its_texture_repeats():
+    """A texture repeating on one surface lets SfM register a view of it one period away."""
+    scene = build_scene(seed=0)
+    assert scene.textures[0].period_m >= 2 * scene.floor_half_size_m
+    longest_side = max(max(box.size) for box in scene.boxes)
+    assert min(texture.period_m for texture in scene.textures[1:]) >= longest_side

@@ -54,6 +54,7 @@ class CaptureConfig:
     seed: int = 0
     blur_stretch_s: tuple[float, float] | None = None  # frames in this range get strong motion blur
     still_stretch_s: tuple[float, float] | None = None  # the camera stands still (tiny jitter) in this range
+    border_walk_s: float = 0.0  # the last seconds walk a lap along the floor's border, filming it (see trajectory)
     rotation_deg: int = 0  # 0/90/180/270: stored rotated, with display-rotation metadata
     marker_size_m: float = 0.30
     marker_dict: str = "4x4_50"
@@ -70,14 +71,17 @@ class CaptureConfig:
         if self.width % 2 or self.height % 2 or min(self.width, self.height) < 64:
             raise TwinscanError(f"frame size {self.width}x{self.height} is not usable",
                                 "use even sizes of at least 64 pixels")
+        if not 0 <= self.border_walk_s < self.duration_s:
+            raise TwinscanError(f"a {self.border_walk_s} s border lap does not fit a {self.duration_s} s capture",
+                                "make the border lap shorter than the capture, or 0")
         if self.frame_count() < 1 or self.fps <= 0:
             raise TwinscanError("the capture has no frames", "use a positive duration and frame rate")
 
 
 PRESETS: dict[str, CaptureConfig] = {
     # the bundled sample (samples/factory_cell): small enough to commit, long enough for a real run
-    "sample": CaptureConfig(width=960, height=540, fps=30.0, duration_s=20.0, seed=0,
-                            still_stretch_s=(6.0, 7.2), blur_stretch_s=(13.0, 13.6)),
+    "sample": CaptureConfig(width=960, height=540, fps=30.0, duration_s=48.0, seed=0,
+                            still_stretch_s=(6.0, 7.2), blur_stretch_s=(13.0, 13.6), border_walk_s=28.0),
     # seconds to make, for trying things out
     "tiny": CaptureConfig(width=320, height=180, fps=3.0, duration_s=20.0, seed=0),
 }
@@ -164,7 +168,7 @@ def make_capture(cfg: CaptureConfig, out_dir, on_frame: Callable[[int], None] | 
                             "choose a new or empty folder")
     scene = build_scene(cfg.seed, cfg.marker_size_m, cfg.marker_dict, cfg.marker_id)
     walk = Walkthrough(cfg.duration_s, cfg.seed, still_stretch_s=cfg.still_stretch_s,
-                       blur_stretch_s=cfg.blur_stretch_s, frame_interval_s=1 / cfg.fps)
+                       blur_stretch_s=cfg.blur_stretch_s, frame_interval_s=1 / cfg.fps, border_s=cfg.border_walk_s)
     K = intrinsics(cfg.width, cfg.height, cfg.hfov_deg)
     probes = _probe_points(scene)
     n = cfg.frame_count()

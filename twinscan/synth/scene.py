@@ -23,6 +23,10 @@ from twinscan.synth.textures import Texture, make_texture
 FLOOR_HALF_SIZE_M = 4.5
 BOX_TEXTURE_COUNT = 4
 TEXEL_M = 0.004
+# Textures are periodic; no surface may be longer than its texture's period, or the same pattern shows
+# twice on it and SfM can place a view that sees only that surface one period away (it did, 8.2 m off).
+FLOOR_TEXTURE_TEXELS = 2304  # 9.2 m across the 9 m floor
+BOX_TEXTURE_TEXELS = 1280  # 5.1 m along the longest box, the 5 m low wall
 
 
 @dataclass(frozen=True)
@@ -191,8 +195,8 @@ def build_scene(seed: int = 0, marker_size_m: float = 0.30, marker_dict: str = "
     boxes = cell_layout()
     marker = Marker(marker_dict, marker_id, marker_size_m, center_xy=(-0.40, -0.60), yaw_deg=0.0,
                     cells=marker_cells(marker_dict, marker_id))
-    floor_texture = make_texture(rng, 2048, TEXEL_M, blobs_per_m2=25.0)
-    box_textures = tuple(make_texture(rng, 1024, TEXEL_M) for _ in range(BOX_TEXTURE_COUNT))
+    floor_texture = make_texture(rng, FLOOR_TEXTURE_TEXELS, TEXEL_M, blobs_per_m2=25.0)
+    box_textures = tuple(make_texture(rng, BOX_TEXTURE_TEXELS, TEXEL_M) for _ in range(BOX_TEXTURE_COUNT))
     hues = (np.arange(len(boxes)) * 0.381966 + rng.random()) % 1.0  # golden-ratio spread of hues
     box_paint = [[_srgb_to_linear(colorsys.hsv_to_rgb(h, 0.65, 0.30)),
                   _srgb_to_linear(colorsys.hsv_to_rgb((h + 0.07) % 1.0, 0.40, 0.92))] for h in hues]

@@ -16,7 +16,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Texture:
-    data: np.ndarray  # (S, S, 2) float32, S a power of two; periodic
+    data: np.ndarray  # (S, S, 2) float32; periodic
     texel_m: float  # metres per texel
 
     @property
