@@ -17,6 +17,8 @@ import pytest
 from twinscan.errors import TwinscanError
 from twinscan.frames import FramesConfig, run_frames
 from twinscan.frames.prefetch import prefetched
+from twinscan.frames.selection import KeyframeSelector
+from twinscan.frames.source import SourceFrame
 from twinscan.frames.source import _score_image as score_image
 from twinscan.frames.source import open_source
 from twinscan.presets import get_preset
@@ -329,3 +331,26 @@ def test_unusable_video_fails_with_the_reason(upright: list[np.ndarray], tmp_pat
 def test_budget_below_what_a_reconstruction_needs_is_refused() -> None:
     with pytest.raises(TwinscanError, match="--max-frames 2 is too few"):
         FramesConfig.from_preset(get_preset("preview"), max_frames=2)
+
+
+def test_turning_to_plainer_surfaces_leaves_no_gap_in_coverage() -> None:
+    """Panning on while the view turns, within a second, from detailed things to a plainer floor (contrast
+    falling by 45 %, sharpness to 30 %) looks like blur against recent frames. The views must still
+    overlap: no more than `max_gap_steps` motion steps between kept frames, and the frames kept on that
+    account are counted. (Without the rule: 3.5 steps.)"""
+    rng = np.random.default_rng(0)
+    noise = cv2.GaussianBlur(rng.standard_normal((180, 1200)).astype(np.float32), (0, 0), 1.0)
+    texture = 50 * noise / noise.std()
+    width, height, fps, pan_px = 320, 180, 30.0, 3
+    diagonal = np.hypot(width, height)
+    config = FramesConfig()
+    selector = KeyframeSelector(config, fps)
+    kept = []
+    for i in range(150):
+        contrast = np.interp(i, [40, 70], [1.0, 0.55])
+        grey = np.clip(128 + contrast * texture[:, i * pan_px: i * pan_px + width], 0, 255).astype(np.uint8)
+        kept += [candidate.frame.index for candidate in selector.push(SourceFrame(i, i / fps, grey, lambda side: grey))]
+    kept += [candidate.frame.index for candidate in selector.finish()]
+    gaps_in_steps = np.diff(kept) * pan_px / diagonal / config.motion_step
+    assert selector.counts.blurred > 0 and selector.counts.kept_for_coverage > 0
+    assert gaps_in_steps.max() <= config.max_gap_steps + 0.2, gaps_in_steps.round(2)

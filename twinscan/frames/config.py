@@ -18,8 +18,9 @@ class FramesConfig:
     motion_step: float = 0.07
     window_start: float = 0.7  # ... and opens at this fraction of motion_step: closer is redundant
     blur_ratio: float = 0.5  # blurred: less sharp than this fraction of the recent typical sharpness
+    max_gap_steps: float = 2.0  # ... yet kept, if nothing sharper came within this many motion steps
     min_sharpness: float = 10.0  # blurred whatever the neighbours: variance of Laplacian on the score image
-    reference_s: float = 3.0  # how far back "recent" reaches for the typical sharpness
+    reference_s: float = 1.5  # how far back "recent" reaches for the typical sharpness (see SharpnessReference)
     dark_level: float = 25.0  # badly exposed: mean grey below this (0-255) ...
     bright_level: float = 230.0  # ... or above this ...
     max_clipped: float = 0.5  # ... or more than this fraction of pixels crushed to black or burnt to white
@@ -29,7 +30,7 @@ class FramesConfig:
     def __post_init__(self) -> None:
         if self.max_frames < self.min_frames:
             raise TwinscanError(f"--max-frames {self.max_frames} is too few",
-                                f"keep at least {self.min_frames} frames (the presets keep 60 to 400)")
+                                f"keep at least {self.min_frames} frames (the presets keep 40 to 400)")
         if self.max_side < 64:
             raise TwinscanError(f"maximum image side {self.max_side} px is too small", "use at least 64 px")
 

@@ -6,6 +6,12 @@ sharpest usable frame inside it is kept. Standing still never closes a window, s
 most the one frame; a fast pan closes windows often, so it yields more. A window due to close
 stays open while sharpness is still rising, so after a blurred or dark stretch the sharpest of the
 first sharp frames is kept, not the last blurred one.
+
+Blur is judged against recent sharpness, so turning quickly from a detailed machine to a plain floor
+looks like blur for a while. Coverage comes first: once the camera has moved `max_gap_steps` windows
+with no usable frame, the latest frame that failed only that comparison is kept, so the views
+still overlap enough for SfM to chain them; but not one less than `blur_ratio` as sharp as the last
+frame kept: a sudden drop is blur, a gradual one is the view changing.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class SelectionCounts:
     decoded: int = 0
     badly_exposed: int = 0
     blurred: int = 0
+    kept_for_coverage: int = 0  # frames kept although less sharp than recent ones: nothing sharper in reach
 
 
 class SharpnessReference:
@@ -57,6 +64,8 @@ class KeyframeSelector:
         self._tracker = MotionTracker()
         self._reference = SharpnessReference(round(config.reference_s * (fps or 10.0)))
         self._best: Candidate | None = None
+        self._softer: Candidate | None = None  # the latest frame rejected only as less sharp than recent ones
+        self._last_kept: Candidate | None = None
         self._kept = 0
 
     def push(self, frame: SourceFrame) -> Iterator[Candidate]:
@@ -72,13 +81,20 @@ class KeyframeSelector:
         elif score < max(config.min_sharpness, config.blur_ratio * typical):
             self.counts.blurred += 1
             usable = False
+            gradual = self._last_kept is not None and score >= config.blur_ratio * self._last_kept.sharpness
+            if score >= config.min_sharpness and gradual and self._opened(motion):  # the latest: most coverage
+                self._softer = Candidate(frame, score, motion, self._tracker.snapshot())
         if usable:
             self._consider(frame, score, motion)
         overdue = motion >= config.motion_step or self._tracker.lost
         rising = self._best is not None and self._best.frame is frame  # wait for the sharpest of a run
+        if self._best is None and self._softer is not None and motion >= config.max_gap_steps * config.motion_step \
+                and not self._tracker.lost:
+            self._best = self._softer
+            self.counts.kept_for_coverage += 1
         if self._best is not None and overdue and not rising:
-            kept = self._best
-            self._best = None
+            kept = self._last_kept = self._best
+            self._best = self._softer = None
             self._kept += 1
             yield kept
             motion = self._tracker.rebase(kept.tracks)
@@ -90,9 +106,11 @@ class KeyframeSelector:
             yield self._best
             self._best = None
 
+    def _opened(self, motion: float) -> bool:
+        return self._kept == 0 or motion >= self.config.window_start * self.config.motion_step
+
     def _consider(self, frame: SourceFrame, score: float, motion: float) -> None:
-        opened = self._kept == 0 or motion >= self.config.window_start * self.config.motion_step
-        if opened and (self._best is None or score > self._best.sharpness):
+        if self._opened(motion) and (self._best is None or score > self._best.sharpness):
             self._best = Candidate(frame, score, motion, self._tracker.snapshot())
 
 

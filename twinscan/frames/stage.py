@@ -138,6 +138,7 @@ def _figures(records: list[dict[str, Any]], report: SourceReport, counts: Select
         "decoded": report.frames,  # frames of the source gone through, of which these were not decoded:
         "not_decoded": report.frames - report.decoded,  # lost with damaged packets
         "blurred": counts.blurred,
+        "kept_for_coverage": counts.kept_for_coverage,
         "badly_exposed": counts.badly_exposed,
         "mean_sharpness": round(sum(r["sharpness"] for r in records) / len(records), 2),
         "rotation_deg": report.rotation_deg,
