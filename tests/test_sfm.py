@@ -18,12 +18,13 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing.raycast import look_at
 from twinscan.presets import get_preset
 from twinscan.recon.sfm import SfmConfig, import_colmap, import_transforms, run_sfm
+from twinscan.recon.sfm.continuity import off_path_frames
 from twinscan.recon.sfm.evaluate import pose_error
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.meshing.metrics import surface_distance
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV, OPENCV_KEYS, read_transforms, write_transforms
 from twinscan.recon.sfm.reconstruct import loop_pairs
-from twinscan.recon.sfm.stage import PARTIAL_DIR, posed_cameras
+from twinscan.recon.sfm.stage import PARTIAL_DIR, drop_off_path_frames, posed_cameras
 from twinscan.recon.sfm.world_frame import (Similarity, anchored_at_marker, camera_up, covers_area, fit_floor_plane,
                                             rotation_between, world_from_raw)
 from twinscan.workspace import Workspace
@@ -384,6 +385,26 @@ def test_synthetic_walkthrough_meets_the_acceptance(synthetic_run):
     assert figures["origin"] == f"marker {truth.marker.id}" and abs(figures["marker_centre_z_m"]) <= 0.01
     assert figures["scale"] == "metric" and figures["scale_source"].startswith("markers 4x4_50")
     assert ws.manifest()["world"]["world_from_colmap"]["scale"] == figures["world_from_colmap"]["scale"]
+    assert figures["off_path_frames"] == 0
+
+
+@needs_synth
+def test_frames_placed_off_the_walk_are_left_out_with_their_points(synthetic_run):
+    """A stretch of views moved 30 m away (as a repeating pattern would place them) is deregistered,
+    and no 3D point keeps an observation in it."""
+    ws, _, _ = synthetic_run
+    model = pycolmap.Reconstruction(ws.path("sfm"))
+    images = sorted((image for image in model.images.values() if image.has_pose), key=lambda image: image.name)
+    stretch = images[10:14]
+    for image in stretch:
+        image.frame.rig_from_world = pycolmap.Rigid3d(image.frame.rig_from_world.rotation,
+                                                      image.frame.rig_from_world.translation + [0.0, 30.0, 0.0])
+    times = {Path(entry["file"]).name: entry["time_s"] for entry in json.loads(ws.path("frames.json").read_text())}
+    dropped = drop_off_path_frames(model, times)
+    assert dropped == [image.name for image in stretch]
+    assert model.num_reg_images() == len(images) - len(stretch)
+    gone = {image.image_id for image in stretch}
+    assert not any(element.image_id in gone for point in model.points3D.values() for element in point.track.elements)
 
 
 @needs_synth
@@ -486,3 +507,30 @@ def test_colmap_import_without_points_triangulates_and_aligns(posed_frames, tmp_
     assert np.median(surface_distance(scene, points @ (true_from_imported.scale
                                                        * true_from_imported.rotation.matrix()).T
                                       + true_from_imported.translation)) < 0.02
+
+
+# ---- frames SfM placed off the walk (a repeating pattern) are left out ---------------------------------
+def walk_positions(times: np.ndarray) -> np.ndarray:
+    angle = times / times[-1] * 4 * np.pi  # two laps, 3.7 m from the centre, as the sample walks
+    return np.column_stack([3.7 * np.cos(angle), 3.7 * np.sin(angle), np.full_like(times, 1.5)])
+
+
+@pytest.mark.parametrize("wrong_s", [(24.0, 38.0), (14.0, 38.0), (0.0, 6.0), (44.0, 48.0)])
+def test_a_stretch_placed_a_pattern_period_away_is_off_the_walk(wrong_s):
+    """Even when the wrong stretch is longer than each right one on its own (14-38 s), and in any order."""
+    times = np.linspace(0.0, 48.0, 170)
+    positions = walk_positions(times)
+    wrong = (times > wrong_s[0]) & (times < wrong_s[1])
+    positions[wrong, 1] -= 8.2  # the floor texture's period in the first bordered sample
+    np.testing.assert_array_equal(off_path_frames(times, positions), wrong)
+    shuffled = np.random.default_rng(0).permutation(len(times))
+    np.testing.assert_array_equal(off_path_frames(times[shuffled], positions[shuffled]), wrong[shuffled])
+
+
+def test_a_real_walk_is_all_on_the_walk():
+    """Standing still, 2 s without frames (a blurred stretch), and hand wobble are no jumps."""
+    times = np.concatenate([np.linspace(0, 10, 40), np.linspace(10.3, 11.8, 6), np.linspace(14, 30, 60)])
+    walked = times - np.clip(times - 10, 0, 1.8)  # stands still from 10 to 11.8 s
+    positions = walk_positions(np.append(walked, 30.0))[:-1]
+    positions += np.random.default_rng(2).normal(0, 0.01, positions.shape)
+    assert not off_path_frames(times, positions).any()

@@ -19,6 +19,7 @@ from twinscan.atomic import atomic_dir, require_free_space
 from twinscan.errors import TwinscanError
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.config import SfmConfig
+from twinscan.recon.sfm.continuity import off_path_frames
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transforms
 from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
@@ -33,16 +34,23 @@ VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
 WORLD_INFO = ("world_from_colmap", "scale_source", "scale", "origin")  # the manifest's "world" entry
 
 
-def frame_names(ws: Workspace) -> list[str]:
-    """Image names (relative to OUT/frames/) listed in OUT/frames.json, checked to exist."""
+def _frame_entries(ws: Workspace) -> list[dict[str, Any]]:
     path = ws.path("frames.json")
     if not path.exists():
         raise TwinscanError(f"{path} does not exist", "run `twinscan frames VIDEO -o OUT` first")
     try:
-        entries = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise TwinscanError(f"{path} is not valid JSON ({error.msg})", "run `twinscan frames` again") from error
-    names = [Path(entry["file"]).relative_to(FRAMES_DIR).as_posix() for entry in entries]
+
+
+def _image_name(entry: dict[str, Any]) -> str:
+    return Path(entry["file"]).relative_to(FRAMES_DIR).as_posix()
+
+
+def frame_names(ws: Workspace) -> list[str]:
+    """Image names (relative to OUT/frames/) listed in OUT/frames.json, checked to exist."""
+    names = [_image_name(entry) for entry in _frame_entries(ws)]
     missing = [name for name in names if not ws.path(FRAMES_DIR).joinpath(name).exists()]
     if missing:
         raise TwinscanError(f"{len(missing)} frames listed in frames.json are missing (e.g. {missing[0]})",
@@ -114,6 +122,22 @@ def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[Similarity, 
     return similarity, figures, warnings
 
 
+def drop_off_path_frames(model, times_s: dict[str, float | None]) -> list[str]:
+    """Deregister (in place) the frames SfM placed off the walk (see continuity.py); their names, sorted.
+
+    Frames without a time (a folder of images) are not judged.
+    """
+    images = [image for image in model.images.values() if image.has_pose and times_s.get(image.name) is not None]
+    if len(images) < 3:
+        return []
+    off = off_path_frames(np.array([times_s[image.name] for image in images]),
+                          np.array([image.projection_center() for image in images]))
+    for image, is_off in zip(images, off):
+        if is_off:
+            model.deregister_frame(image.frame_id)
+    return sorted(image.name for image, is_off in zip(images, off) if is_off)
+
+
 def write_outputs(ws: Workspace, model, image_dir: Path) -> list[str]:
     """OUT/sfm/ (model + undistorted images) and OUT/transforms.json, each complete or absent."""
     import pycolmap
@@ -150,7 +174,13 @@ def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], imag
         if model is None:
             raise TwinscanError(f"no reconstruction from {len(names)} frames: too few features matched",
                                 "walk slower, avoid blank walls, add light, or film more texture")
-        run.figures.update(model_figures(model, len(names)) | {"mapper": cfg.mapper, "matching": cfg.matching})
+        off_path = drop_off_path_frames(model, {_image_name(e): e.get("time_s") for e in _frame_entries(ws)})
+        if off_path:
+            run.warnings.append(
+                f"{len(off_path)} frames ({off_path[0]}-{off_path[-1]}) were placed by SfM far off the walk, most "
+                "likely on a repeating floor or wall pattern, and were left out: keep something distinctive in view")
+        run.figures.update(model_figures(model, len(names)) | {"mapper": cfg.mapper, "matching": cfg.matching,
+                                                               "off_path_frames": len(off_path)})
         if model.num_reg_images() < cfg.min_registered * len(names):
             with atomic_dir(ws.path(PARTIAL_DIR)) as tmp:
                 model.write(tmp)
