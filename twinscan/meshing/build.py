@@ -15,7 +15,7 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing import cleanup, collision, fusion, texture
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_grid, floor_slab,
-                                    with_walkway)
+                                    outside_footprint, with_walkway, within_points)
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.views import DepthViews
 
@@ -37,12 +37,16 @@ def _no_progress(n: float = 1, status: str | None = None) -> None:
 
 
 STEPS = 6  # progress steps `build_meshes` reports
+FLOATING_GAP_M = 0.05  # a part further than this from the floor and from every part that rests is floating
 FLOOR_FACE_SHARE = 10  # the visual floor grid gets 1 / this of the visual face budget: it is flat
 
 
-def build_meshes(views: DepthViews, cfg: MeshConfig,
-                 advance: Callable[..., None] = _no_progress) -> MeshResult:
-    """Fuse the views (TSDF), clean the surface, find the floor, then make visual and collision meshes."""
+def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None] = _no_progress,
+                 sfm_points: np.ndarray | None = None) -> MeshResult:
+    """Fuse the views (TSDF), clean the surface, find the floor, then make visual and collision meshes.
+
+    `sfm_points` (twin frame), when given, bound the floor: it reaches as far as the points on it.
+    """
     started = time.time()
     seconds: dict[str, float] = {}
     figures: dict[str, Any] = {"views": len(views)}
@@ -66,9 +70,14 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     if floor is None:
         warnings.append(f"no floor plane found within {cfg.floor_band} m of z = 0: no floor collider")
     else:
+        if sfm_points is not None:
+            floor = within_points(floor, sfm_points, cfg.floor_band)
         floor = with_walkway(floor, views.world_from_cam, cfg.walkway_margin)
         surface, below = cleanup.drop_below(surface, floor.height - cfg.floor_band)
-        figures.update(faces_below_floor=below)
+        # what the fusion put beyond the captured floor is background the splats explained, not structure
+        beyond = outside_footprint(surface, floor, 2 * voxel)
+        surface = cleanup.keep_faces(surface, ~beyond)
+        figures.update(faces_below_floor=below, faces_beyond_floor=int(beyond.sum()))
         is_floor = floor_faces(surface, floor.height, 1.5 * voxel)
         surface = flatten_floor(surface, is_floor)
         figures.update(floor_height_m=round(floor.height, 4), floor_tilt_deg=round(floor.tilt_deg, 2),
@@ -78,7 +87,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig,
     timed("floor", "floor found" if floor else "no floor", step)
 
     # without a floor nothing can be said to rest on it, so nothing is called floating
-    floater_tolerance = 3 * voxel if floor is not None else None
+    floater_tolerance = min(3 * voxel, FLOATING_GAP_M) if floor is not None else None
     max_floater = cfg.max_floater_voxels * voxel ** 2
     step = time.time()
     visual, floating_removed = _visual_surface(surface, is_floor, floor, cfg, floater_tolerance, max_floater)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import trimesh
+from scipy import ndimage
 
 from twinscan.optional import open3d
 
@@ -42,12 +43,32 @@ def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distan
     height = float(-(normal[0] * centre[0] + normal[1] * centre[1] + offset) / normal[2])
     on_floor = floor_faces(mesh, height, distance)
     area = float(mesh.area_faces[on_floor].sum())
-    # The floor's extent from every face lying on it (RANSAC's inliers are a noisy subset), trimmed of
-    # the farthest 1 % each way so a stray face does not stretch the collider into free space.
+    # The floor's extent from every face lying on it (RANSAC's inliers are a noisy subset).
     near_floor = _upward(mesh, max_tilt_deg) & (np.abs(mesh.triangles_center[:, 2] - height) <= band)
-    centres = np.concatenate([mesh.triangles_center[on_floor | near_floor], points])
-    lower, upper = np.percentile(centres[:, :2], [1, 99], axis=0)
-    return Floor(height, tilt, np.stack([lower, upper]), area)
+    faces = mesh.faces[on_floor | near_floor]
+    return Floor(height, tilt, connected_extent(mesh.vertices[faces][..., :2], cell=4 * distance), area)
+
+
+def connected_extent(triangles_xy: np.ndarray, cell: float, min_share: float = 0.01) -> np.ndarray:
+    """(2, 2) bounds of the floor triangles (T, 3, 2) in patches holding at least `min_share` of the
+    floor's squares (8-connected; `cell` wide, or two faces where faces are larger).
+
+    Stray faces off the floor's edge form patches of their own and are left out, while the edge of
+    the floor itself is kept to the triangle: a percentile trim would cut a strip off every side.
+    """
+    edges = np.linalg.norm(triangles_xy - np.roll(triangles_xy, 1, axis=1), axis=-1)
+    cell = max(cell, 2 * float(np.median(edges)))  # neighbouring faces' centres fall in neighbouring squares
+    centres = triangles_xy.mean(axis=1)
+    lowest = centres.min(axis=0)
+    squares = np.floor((centres - lowest) / cell).astype(int)
+    occupied = np.zeros(squares.max(axis=0) + 1, bool)
+    occupied[squares[:, 0], squares[:, 1]] = True
+    patches, _ = ndimage.label(occupied, structure=np.ones((3, 3)))
+    sizes = np.bincount(patches.ravel())
+    sizes[0] = 0
+    large = (sizes >= min_share * occupied.sum()) | (sizes == sizes.max())
+    kept = triangles_xy[large[patches[squares[:, 0], squares[:, 1]]]].reshape(-1, 2)
+    return np.stack([kept.min(axis=0), kept.max(axis=0)])
 
 
 def with_walkway(floor: Floor, world_from_cam: np.ndarray, margin: float) -> Floor:
@@ -57,6 +78,31 @@ def with_walkway(floor: Floor, world_from_cam: np.ndarray, margin: float) -> Flo
     lower = np.minimum(floor.bounds_xy[0], path.min(axis=0) - margin)
     upper = np.maximum(floor.bounds_xy[1], path.max(axis=0) + margin)
     return replace(floor, bounds_xy=np.stack([lower, upper]))
+
+
+# The SfM points past which the floor does not reach: this share of them each way may be strays.
+STRAY_POINT_SHARE = 0.001
+
+
+def within_points(floor: Floor, points: np.ndarray, band: float) -> Floor:
+    """The floor cut back to where SfM points lie on it (within `band` of its height).
+
+    Splats at the floor's edge reach past it by their own size (and splats explaining what lies beyond
+    an edge settle there too), so the fused floor overshoots its edge by a splat or two; the points
+    themselves come from features on the floor and stop at its edge.
+    """
+    on_floor = points[np.abs(points[:, 2] - floor.height) <= band, :2]
+    if len(on_floor) < 100:
+        return floor
+    lower, upper = np.percentile(on_floor, [100 * STRAY_POINT_SHARE, 100 * (1 - STRAY_POINT_SHARE)], axis=0)
+    bounds = np.stack([np.maximum(floor.bounds_xy[0], lower), np.minimum(floor.bounds_xy[1], upper)])
+    return replace(floor, bounds_xy=bounds)
+
+
+def outside_footprint(mesh: trimesh.Trimesh, floor: Floor, margin: float) -> np.ndarray:
+    """Mask of faces whose centre lies beyond the floor's extent (plus `margin`) in x or y."""
+    centres = mesh.triangles_center[:, :2]
+    return ((centres < floor.bounds_xy[0] - margin) | (centres > floor.bounds_xy[1] + margin)).any(axis=1)
 
 
 def floor_faces(mesh: trimesh.Trimesh, height: float, distance: float) -> np.ndarray:

@@ -37,9 +37,9 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
     if not force and ws.is_done("mesh", cfg, inputs):
         return ws.stage_record("mesh")["figures"]
     with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
-        views, unsupported = stage_views(ws, cfg)
+        views, unsupported, sfm_points = stage_views(ws, cfg)
         with progress_bar("mesh", total=STEPS) as advance:
-            result = build_meshes(views, cfg, advance)
+            result = build_meshes(views, cfg, advance, sfm_points)
         files = write_meshes(result, ws.path(MESH_DIR))
         run.outputs = [f"{MESH_DIR}/{name}" for name in files]
         height, width = views.size
@@ -48,9 +48,10 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
     return run.figures
 
 
-def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int]:
+def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.ndarray]:
     """What the stage fuses: depth of the splats the SfM points support, rendered at the training
-    cameras, with the training pictures' colours; and how many splats were left out as unsupported."""
+    cameras, with the training pictures' colours; how many splats were left out as unsupported; and
+    the SfM points (twin frame)."""
     from twinscan.recon.splats.views import load_training_views
 
     splats = ws.path(SPLATS)
@@ -67,4 +68,4 @@ def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int]:
                                    width, height, advance)
     # colour from the pictures themselves: the splats left out (floor past the SfM points) render none
     pictures = np.stack([(image.numpy() * 255 + 0.5).astype(np.uint8) for image in cameras.images])
-    return replace(views, colour=pictures), int((~supported).sum())
+    return replace(views, colour=pictures), int((~supported).sum()), cameras.points
