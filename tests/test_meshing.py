@@ -15,7 +15,7 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
 from twinscan.meshing.cleanup import drop_below, fill_small_holes
 from twinscan.meshing.collision import coacd_available, convex_decomposition
-from twinscan.meshing.floor import detect_floor, flatten_floor, floor_faces
+from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, within_points
 from twinscan.meshing.fusion import clean_depth
 from twinscan.meshing.raycast import look_at, render_mesh_views
 from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
@@ -181,6 +181,22 @@ def test_floor_extent_reaches_the_edge_and_ignores_stray_faces() -> None:
     stray = trimesh.creation.box(bounds=[[3.5, 0.0, -0.02], [3.6, 0.1, 0.0]])
     found = detect_floor(trimesh.util.concatenate([floor, stray]), band=0.1, max_tilt_deg=10, distance=0.01)
     np.testing.assert_allclose(found.bounds_xy, [[-3, -2], [3, 2]], atol=0.01)
+
+
+def test_floor_stops_where_the_sfm_points_on_it_stop_and_what_lies_beyond_goes() -> None:
+    """The fused floor overshoots its edge by a splat; the SfM points on it do not (a few strays aside)."""
+    fused = Floor(height=0.0, tilt_deg=0.0, bounds_xy=np.array([[-3.2, -2.2], [3.25, 2.2]]), area=24.0)
+    rng = np.random.default_rng(0)
+    on_floor = np.column_stack([rng.uniform([-3, -2], [3, 2], (20_000, 2)), rng.normal(0, 0.005, 20_000)])
+    strays = np.column_stack([rng.uniform(3.3, 3.6, (10, 1)), rng.uniform(-2, 2, (10, 1)), np.zeros((10, 1))])
+    above = np.column_stack([rng.uniform(-5, 5, (500, 2)), rng.uniform(0.5, 2.0, 500)])  # not floor: ignored
+    cut = within_points(fused, np.concatenate([on_floor, strays, above]), band=0.1)
+    np.testing.assert_allclose(cut.bounds_xy, [[-3, -2], [3, 2]], atol=0.01)
+    assert within_points(fused, on_floor[:50], band=0.1) is fused  # too few points to say
+    wall_past_edge = trimesh.creation.box(bounds=[[-1, 1.8, 0], [1, 2.3, 1]]).subdivide().subdivide()
+    beyond = outside_footprint(wall_past_edge, cut, margin=0.05)
+    assert beyond.any() and not beyond.all()  # the part up to 2.05 m stays
+    np.testing.assert_array_equal(beyond, wall_past_edge.triangles_center[:, 1] > 2.05)
 
 
 def test_small_holes_are_closed_and_large_ones_left_open() -> None:
