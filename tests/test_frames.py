@@ -333,24 +333,36 @@ def test_budget_below_what_a_reconstruction_needs_is_refused() -> None:
         FramesConfig.from_preset(get_preset("preview"), max_frames=2)
 
 
+def pan_with_contrast(contrast_at: Callable[[int], float], frames: int = 150) -> tuple[list[int], KeyframeSelector]:
+    """Kept frame indices of a 3 px/frame pan at 30 fps across noise whose contrast follows `contrast_at`."""
+    rng = np.random.default_rng(0)
+    noise = cv2.GaussianBlur(rng.standard_normal((180, 1200)).astype(np.float32), (0, 0), 1.0)
+    texture = 50 * noise / noise.std()
+    selector = KeyframeSelector(FramesConfig(), 30.0)
+    kept = []
+    for i in range(frames):
+        grey = np.clip(128 + contrast_at(i) * texture[:, 3 * i: 3 * i + 320], 0, 255).astype(np.uint8)
+        kept += [candidate.frame.index for candidate in selector.push(SourceFrame(i, i / 30, grey, lambda side: grey))]
+    kept += [candidate.frame.index for candidate in selector.finish()]
+    return kept, selector
+
+
+def gaps_in_steps(kept: list[int]) -> np.ndarray:
+    return np.diff(kept) * 3 / np.hypot(320, 180) / FramesConfig().motion_step
+
+
 def test_turning_to_plainer_surfaces_leaves_no_gap_in_coverage() -> None:
     """Panning on while the view turns, within a second, from detailed things to a plainer floor (contrast
     falling by 45 %, sharpness to 30 %) looks like blur against recent frames. The views must still
     overlap: no more than `max_gap_steps` motion steps between kept frames, and the frames kept on that
     account are counted. (Without the rule: 3.5 steps.)"""
-    rng = np.random.default_rng(0)
-    noise = cv2.GaussianBlur(rng.standard_normal((180, 1200)).astype(np.float32), (0, 0), 1.0)
-    texture = 50 * noise / noise.std()
-    width, height, fps, pan_px = 320, 180, 30.0, 3
-    diagonal = np.hypot(width, height)
-    config = FramesConfig()
-    selector = KeyframeSelector(config, fps)
-    kept = []
-    for i in range(150):
-        contrast = np.interp(i, [40, 70], [1.0, 0.55])
-        grey = np.clip(128 + contrast * texture[:, i * pan_px: i * pan_px + width], 0, 255).astype(np.uint8)
-        kept += [candidate.frame.index for candidate in selector.push(SourceFrame(i, i / fps, grey, lambda side: grey))]
-    kept += [candidate.frame.index for candidate in selector.finish()]
-    gaps_in_steps = np.diff(kept) * pan_px / diagonal / config.motion_step
+    kept, selector = pan_with_contrast(lambda i: np.interp(i, [40, 70], [1.0, 0.55]))
     assert selector.counts.blurred > 0 and selector.counts.kept_for_coverage > 0
-    assert gaps_in_steps.max() <= config.max_gap_steps + 0.2, gaps_in_steps.round(2)
+    assert gaps_in_steps(kept).max() <= FramesConfig().max_gap_steps + 0.2, gaps_in_steps(kept).round(2)
+
+
+def test_sharpness_rising_for_long_does_not_hold_a_window_open() -> None:
+    """A window stays open while each frame is sharper than the last, but only up to `max_gap_steps`
+    (at 3 fps a run of ever sharper frames once held one open across 60 degrees of a loop)."""
+    kept, _ = pan_with_contrast(lambda i: 0.3 + 0.7 * i / 150)
+    assert gaps_in_steps(kept).max() <= FramesConfig().max_gap_steps + 0.2, gaps_in_steps(kept).round(2)

@@ -87,7 +87,9 @@ class KeyframeSelector:
         if usable:
             self._consider(frame, score, motion)
         overdue = motion >= config.motion_step or self._tracker.lost
-        rising = self._best is not None and self._best.frame is frame  # wait for the sharpest of a run
+        # wait for the sharpest of a run, but not past the gap coverage allows
+        rising = self._best is not None and self._best.frame is frame and \
+            motion < config.max_gap_steps * config.motion_step
         if self._best is None and self._softer is not None and motion >= config.max_gap_steps * config.motion_step \
                 and not self._tracker.lost:
             self._best = self._softer
