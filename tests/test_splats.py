@@ -117,8 +117,10 @@ def test_exposure_compensation_learns_each_training_views_gain(known, trained) -
     learned = result.exposure.gains().numpy()
     truth = true_gains[result.train_ids]
     # the scene's brightness and the gains trade off freely, so compare gains relative to their mean;
-    # without compensation every learned gain stays 1 and the true ones stray up to 0.14 from 1
-    np.testing.assert_allclose(learned / learned.mean(), truth / truth.mean(), atol=0.08)
+    # without compensation every learned gain stays 1 and the true ones stray up to 0.14 from 1.
+    # The CPU rasterizer sums gradients in an order set by the machine's threads: one view's gain came out
+    # 0.094 off on one machine (under 0.08 on another), hence 0.1 and the correlation.
+    np.testing.assert_allclose(learned / learned.mean(), truth / truth.mean(), atol=0.1)
     assert np.corrcoef(learned, truth)[0, 1] > 0.8
 
 
