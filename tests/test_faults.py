@@ -43,6 +43,7 @@ KILL_AT = 0.2  # a long stage is killed this far into its reference duration, to
 LONG_STAGE_S = 3.0
 TIMING_FIGURES = {"seconds", "fps", "check_seconds"}  # wall-clock figures, never compared
 CHECKPOINT = ".splats-checkpoint.pt"
+MESH_FACES_REL = 0.15  # how far a resumed run's mesh face counts may differ (see the later-stages test)
 
 
 # ---- running the CLI -----------------------------------------------------------------------------
@@ -351,8 +352,13 @@ def test_runs_killed_in_every_later_stage_resume_to_the_reference_outputs(
 
     mesh, expected = _figures(manifest, "mesh"), _figures(reference.manifest, "mesh")
     assert mesh["views"] == expected["views"] and mesh["voxel_size_m"] == expected["voxel_size_m"]
-    for key in ("raw_faces", "visual_faces", "collision_faces"):
-        assert _close(mesh[key], expected[key], 0.05), key
+    # open3d's RANSAC runs threaded, so on this tiny arbitrary-scale capture the floor plane it finds
+    # varies run to run (tilt 0.10 or 0.54 degrees), and with it the faces cut off past the floor's
+    # footprint (2,070 or 6,067 of 69,864): the face counts of two whole runs differed by 6-7 %.
+    # The geometry is held to a voxel below.
+    assert mesh["raw_faces"] == expected["raw_faces"]
+    for key in ("visual_faces", "collision_faces"):
+        assert _close(mesh[key], expected[key], MESH_FACES_REL), key
     assert abs(mesh["floor_height_m"] - expected["floor_height_m"]) < mesh["voxel_size_m"]
     surfaces = []
     for folder in (out, reference.out):
@@ -366,7 +372,7 @@ def test_runs_killed_in_every_later_stage_resume_to_the_reference_outputs(
     for key in ("splats", "sh_degree", "colliders", "textured", "camera_samples", "meters_per_unit", "up_axis",
                 "validation_errors", "scale_source"):
         assert usd[key] == expected[key], key
-    assert _close(usd["collision_triangles"], expected["collision_triangles"], 0.05)
+    assert _close(usd["collision_triangles"], expected["collision_triangles"], MESH_FACES_REL)
     check = _figures(manifest, "check")
     assert check["verdict"] is True and check["probes_fell_through"] == 0 and check["validation_errors"] == 0
 
