@@ -356,7 +356,7 @@ def test_runs_killed_in_every_later_stage_resume_to_the_reference_outputs(
     # varies run to run (tilt 0.10 or 0.54 degrees), and with it the faces cut off past the floor's
     # footprint (2,070 or 6,067 of 69,864): the face counts of two whole runs differed by 6-7 %.
     # The geometry is held to a voxel below.
-    assert mesh["raw_faces"] == expected["raw_faces"]
+    assert _close(mesh["raw_faces"], expected["raw_faces"], 0.05)  # the fusion itself: 0 faces apart there
     for key in ("visual_faces", "collision_faces"):
         assert _close(mesh[key], expected[key], MESH_FACES_REL), key
     assert abs(mesh["floor_height_m"] - expected["floor_height_m"]) < mesh["voxel_size_m"]
