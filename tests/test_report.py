@@ -179,6 +179,16 @@ def test_a_corrupt_file_costs_only_its_section(finished: Workspace, tmp_path: Pa
     assert all(BROKEN not in _section(html, anchor) for anchor in SECTIONS if anchor != "mesh")
 
 
+def test_a_capture_whose_mesh_found_no_floor_draws_its_camera_path(finished: Workspace, tmp_path: Path) -> None:
+    """mesh.json says "floor": null when no floor plane was found (a wall-hung object, a poor capture)."""
+    ws = _copy(finished, tmp_path / "no_floor")
+    summary = json.loads(ws.path("mesh/mesh.json").read_text())
+    ws.path("mesh/mesh.json").write_text(json.dumps({**summary, "floor": None}))
+    html = build_report(ws)
+    assert BROKEN not in _section(html, "plan")
+    assert _section(html, "plan").count('r="2.6"') == ws.stage_record("sfm")["figures"]["registered"]
+
+
 def test_a_folder_without_manifest_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TwinscanError, match="not a twinscan workspace"):
         write_report(Workspace(tmp_path))

@@ -81,7 +81,7 @@ class Capture:
         path = self.ws.path("mesh/mesh.json")
         if not self.states["mesh"].done or not path.exists():
             return None
-        bounds = json.loads(path.read_text()).get("floor", {}).get("bounds_xy")
+        bounds = (json.loads(path.read_text()).get("floor") or {}).get("bounds_xy")  # null: no floor found
         return (tuple(bounds[0]), tuple(bounds[1])) if bounds else None
 
     def plan(self) -> TopDownPlan:
