@@ -9,6 +9,8 @@ extract + match + map. Every step runs in a child process with a time limit.
     python benchmarks/bench_sfm.py                                  # the issue's size: the bundled
                                                                     # sample, every 2nd frame (300 at 960 px)
     python benchmarks/bench_sfm.py --generate --frames 60 --width 640   # a generated walkthrough
+    python benchmarks/bench_sfm.py --capture CAPTURE --every 2 --width 320 --only incremental/sequential \
+        --min-pose-inliers 30 20                                    # COLMAP's minimum against twinscan's
 
 Exhaustive matching is first timed on a random subset of its pairs; when that extrapolates past the
 time limit, the full run is skipped and the extrapolated matching time is reported instead.
@@ -179,7 +181,8 @@ def print_table(title: str, rows: list[tuple[str, dict[str, object]]]) -> None:
 
 
 def run_all(capture_dir: Path, every: int, cfg: SfmConfig, timeout_s: float, extract_timeout_s: float,
-            cache: Path, only: list[str] | None) -> list[tuple[str, dict[str, object]]]:
+            cache: Path, only: list[str] | None, pose_inliers: list[int]) -> list[tuple[str, dict[str, object]]]:
+    """Every mapper/matching pair; incremental mapping once per minimum of pose inliers in `pose_inliers`."""
     import pycolmap
 
     truth = load_ground_truth(capture_dir)
@@ -217,12 +220,15 @@ def run_all(capture_dir: Path, every: int, cfg: SfmConfig, timeout_s: float, ext
                                                           "match_s": f"timeout > {timeout_s:.0f}"}))
                 continue
             print(f"{matching} matching: {match['wall_s']:.0f} s wall, {match['cpu_s']:.0f} s CPU", flush=True)
-            for mapper in wanted:
-                work = scratch / f"{mapper}_{matching}"
+            variants = [(mapper, inliers) for mapper in wanted
+                        for inliers in (pose_inliers if mapper == "incremental" else [cfg.min_pose_inliers])]
+            for mapper, inliers in variants:
+                name = f"{mapper}/{matching}" + (f" >={inliers} inliers" if mapper == "incremental" else "")
+                work = scratch / f"{mapper}_{matching}_{inliers}"
                 work.mkdir()
                 database = work / "database.db"
                 shutil.copyfile(matched, database)
-                map_cfg = replace(match_cfg, mapper=mapper)
+                map_cfg = replace(match_cfg, mapper=mapper, min_pose_inliers=inliers)
                 mapped = timed("map", (database, image_dir, work, map_cfg), timeout_s, scratch)
                 row: dict[str, object] = {"extract_s": extract["wall_s"], "match_s": match["wall_s"]}
                 if mapped is None:
@@ -236,7 +242,7 @@ def run_all(capture_dir: Path, every: int, cfg: SfmConfig, timeout_s: float, ext
                         row["registered"] = f"{model.num_reg_images() if model else 0}/{len(names)}"
                     else:
                         row.update(evaluate(model, truth, source_index, image_dir, map_cfg, len(names)))
-                rows.append((f"{mapper}/{matching}", row))
+                rows.append((name, row))
                 print_table("partial", rows[-1:])
     return rows
 
@@ -253,6 +259,8 @@ def main() -> None:
     parser.add_argument("--extract-timeout", type=float, default=3600, help="seconds for the shared extraction")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "twinscan-bench-sfm")
     parser.add_argument("--only", nargs="*", help="mapper/matching pairs to run, e.g. incremental/sequential")
+    parser.add_argument("--min-pose-inliers", nargs="+", type=int, default=[SfmConfig.min_pose_inliers],
+                        help="incremental mapping's minimum 2D-3D inliers to register a frame; several: one run each")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     capture_dir = generated_capture(args.cache, args.frames, args.width, args.seed) if args.generate else args.capture
@@ -261,7 +269,8 @@ def main() -> None:
     cfg = SfmConfig(max_side=args.width, max_features=4096 if args.width <= 640 else 8192, seed=args.seed,
                     marker_size=truth.marker.size_m, marker_dict=truth.marker.dict_name)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    rows = run_all(capture_dir, every, cfg, args.timeout, args.extract_timeout, args.cache, args.only)
+    rows = run_all(capture_dir, every, cfg, args.timeout, args.extract_timeout, args.cache, args.only,
+                   args.min_pose_inliers)
     frames = len(range(0, truth.frame_count, every))
     print_table(f"{capture_dir.name}: {frames} frames at {args.width} px, started {started}, "
                 f"{os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f} "

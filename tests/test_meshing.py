@@ -359,3 +359,20 @@ def test_projected_colour_ignores_views_the_mesh_cannot_explain() -> None:
     projected, seen = project_colours(points, np.tile([0.0, 0.0, 1.0], (2, 1)), views, tolerance=0.01)
     assert seen.all()
     assert np.abs(projected - 120).max() < 1.0, projected
+
+
+def test_floor_plane_is_the_same_whatever_ransac_picks() -> None:
+    """open3d's RANSAC runs threaded and its pick varies from run to run; the least-squares refit on its
+    inliers converges to one plane, so the floor and the meshes cut by it repeat. Seeds stand in for runs."""
+    rng = np.random.default_rng(1)
+    xy = rng.uniform(-2, 2, (4000, 2))
+    floor = np.column_stack([xy, 0.01 + 0.004 * xy[:, 0] + rng.normal(0, 0.004, len(xy))])  # 0.23 degrees tilt
+    clutter = np.column_stack([rng.uniform(-2, 2, (1500, 2)), rng.uniform(-0.1, 0.1, 1500)])
+    points = np.concatenate([floor, clutter])
+    corners = np.repeat(points, 3, axis=0) + np.tile([[0, 0, 0], [1e-3, 0, 0], [0, 1e-3, 0]], (len(points), 1))
+    mesh = trimesh.Trimesh(corners, np.arange(len(corners)).reshape(-1, 3), process=False)  # a tiny face a point
+    found = [detect_floor(mesh, band=0.1, max_tilt_deg=10, distance=0.01, seed=seed) for seed in range(6)]
+    heights, tilts = [f.height for f in found], [f.tilt_deg for f in found]
+    assert max(heights) - min(heights) < 1e-9 and max(tilts) - min(tilts) < 1e-9
+    assert heights[0] == pytest.approx(0.01, abs=1e-3) and tilts[0] == pytest.approx(0.23, abs=0.05)
+    assert all(np.array_equal(f.bounds_xy, found[0].bounds_xy) for f in found)

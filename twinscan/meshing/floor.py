@@ -32,21 +32,36 @@ def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distan
     o3d = open3d()
     o3d.utility.random.seed(seed)
     cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(mesh.triangles_center[candidates]))
-    plane, inliers = cloud.segment_plane(distance_threshold=distance, ransac_n=3, num_iterations=500)
-    normal = np.asarray(plane[:3]) * np.sign(plane[2])
-    offset = plane[3] * np.sign(plane[2])
+    plane, _ = cloud.segment_plane(distance_threshold=distance, ransac_n=3, num_iterations=500)
+    normal, centre = refine_plane(mesh.triangles_center[candidates], np.asarray(plane), distance)
     tilt = float(np.degrees(np.arccos(np.clip(normal[2], -1, 1))))
     if tilt > max_tilt_deg:
         return None
-    points = mesh.triangles_center[candidates][inliers]
-    centre = points.mean(axis=0)
-    height = float(-(normal[0] * centre[0] + normal[1] * centre[1] + offset) / normal[2])
+    height = float(centre[2] - (normal[0] * centre[0] + normal[1] * centre[1]) / normal[2])
     on_floor = floor_faces(mesh, height, distance)
     area = float(mesh.area_faces[on_floor].sum())
     # The floor's extent from every face lying on it (RANSAC's inliers are a noisy subset).
     near_floor = _upward(mesh, max_tilt_deg) & (np.abs(mesh.triangles_center[:, 2] - height) <= band)
     faces = mesh.faces[on_floor | near_floor]
     return Floor(height, tilt, connected_extent(mesh.vertices[faces][..., :2], cell=4 * distance), area)
+
+
+def refine_plane(points: np.ndarray, plane: np.ndarray, distance: float,
+                 rounds: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """(upward unit normal, a point on it): `plane` (a, b, c, d) refit by least squares to the points
+    within `distance` of it, until the inliers settle. open3d's RANSAC runs threaded and picks a
+    different plane from run to run; the refit converges to the same one, so the floor, its cut and
+    the meshes built on it repeat."""
+    normal, offset = plane[:3] / np.linalg.norm(plane[:3]), plane[3] / np.linalg.norm(plane[:3])
+    centre, inliers = -offset * normal, None
+    for _ in range(rounds):
+        near = np.abs(points @ normal - normal @ centre) <= distance
+        if near.sum() < 3 or (inliers is not None and np.array_equal(near, inliers)):
+            break
+        inliers = near
+        centre = points[inliers].mean(axis=0)
+        normal = np.linalg.svd(points[inliers] - centre, full_matrices=False)[2][-1]
+    return normal * np.sign(normal[2]), centre
 
 
 def connected_extent(triangles_xy: np.ndarray, cell: float, min_share: float = 0.01) -> np.ndarray:

@@ -36,6 +36,10 @@ class SfmConfig:
     marker_dict: str = "4x4_50"
     scale: float | None = None  # metres per reconstruction unit, when the user knows it
     min_registered: float = 0.6  # fail below this fraction of registered frames
+    # Incremental mapping registers a frame on at least this many 2D-3D inliers. COLMAP's 30 suits photos
+    # with thousands of features; a 320 px video frame has about 900, and frames 12 degrees apart past a
+    # box 1 m away share about 32: 20 registers them, correctly (bench_sfm.py --min-pose-inliers).
+    min_pose_inliers: int = 20
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -63,13 +63,18 @@ def match_features(database: Path, names: list[str], cfg: SfmConfig, work: Path)
 
     matching = pycolmap.FeatureMatchingOptions()
     matching.use_gpu = pycolmap.has_cuda
+    # Each pair's RANSAC seeded alike: unseeded, it draws from whichever worker thread verifies the pair,
+    # inlier counts differ run to run, and a marginal frame is registered in one run and not the next.
+    verification = pycolmap.TwoViewGeometryOptions()
+    verification.ransac.random_seed = cfg.seed
     if cfg.matching == "exhaustive":
-        pycolmap.match_exhaustive(database, matching_options=matching)
+        pycolmap.match_exhaustive(database, matching_options=matching, verification_options=verification)
         return
     sequential = pycolmap.SequentialPairingOptions()
     sequential.overlap = cfg.overlap
     sequential.quadratic_overlap = True
-    pycolmap.match_sequential(database, matching_options=matching, pairing_options=sequential)
+    pycolmap.match_sequential(database, matching_options=matching, pairing_options=sequential,
+                              verification_options=verification)
     pairs = loop_pairs(len(names), cfg.loop_keyframes, cfg.overlap)
     if pairs:
         ordered = sorted(names)  # COLMAP's sequential order is by name; frame names sort in time
@@ -77,7 +82,8 @@ def match_features(database: Path, names: list[str], cfg: SfmConfig, work: Path)
         pairs_file.write_text("".join(f"{ordered[a]} {ordered[b]}\n" for a, b in pairs))
         imported = pycolmap.ImportedPairingOptions()
         imported.match_list_path = str(pairs_file)
-        pycolmap.match_image_pairs(database, matching_options=matching, pairing_options=imported)
+        pycolmap.match_image_pairs(database, matching_options=matching, pairing_options=imported,
+                                   verification_options=verification)
 
 
 def map_features(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) -> dict:
@@ -88,6 +94,7 @@ def map_features(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) ->
     models.mkdir(exist_ok=True)
     if cfg.mapper == "incremental":
         options = pycolmap.IncrementalPipelineOptions()
+        options.mapper.abs_pose_min_num_inliers = cfg.min_pose_inliers
     else:
         options = pycolmap.GlobalPipelineOptions()
     options.random_seed = cfg.seed
