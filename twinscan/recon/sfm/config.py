@@ -38,7 +38,8 @@ class SfmConfig:
     min_registered: float = 0.6  # fail below this fraction of registered frames
     # Incremental mapping registers a frame on at least this many 2D-3D inliers. COLMAP's 30 suits photos
     # with thousands of features; a 320 px video frame has about 900, and frames 12 degrees apart past a
-    # box 1 m away share about 32: 20 registers them, correctly (bench_sfm.py --min-pose-inliers).
+    # box 1 m away share about 32. On the same matches, 30 registers 18/30 such frames and 20 registers
+    # 25/30, as accurately (bench_sfm.py --min-pose-inliers 30 20; docs/benchmarks.md).
     min_pose_inliers: int = 20
     seed: int = 0
 

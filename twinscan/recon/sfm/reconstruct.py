@@ -63,18 +63,13 @@ def match_features(database: Path, names: list[str], cfg: SfmConfig, work: Path)
 
     matching = pycolmap.FeatureMatchingOptions()
     matching.use_gpu = pycolmap.has_cuda
-    # Each pair's RANSAC seeded alike: unseeded, it draws from whichever worker thread verifies the pair,
-    # inlier counts differ run to run, and a marginal frame is registered in one run and not the next.
-    verification = pycolmap.TwoViewGeometryOptions()
-    verification.ransac.random_seed = cfg.seed
     if cfg.matching == "exhaustive":
-        pycolmap.match_exhaustive(database, matching_options=matching, verification_options=verification)
+        pycolmap.match_exhaustive(database, matching_options=matching)
         return
     sequential = pycolmap.SequentialPairingOptions()
     sequential.overlap = cfg.overlap
     sequential.quadratic_overlap = True
-    pycolmap.match_sequential(database, matching_options=matching, pairing_options=sequential,
-                              verification_options=verification)
+    pycolmap.match_sequential(database, matching_options=matching, pairing_options=sequential)
     pairs = loop_pairs(len(names), cfg.loop_keyframes, cfg.overlap)
     if pairs:
         ordered = sorted(names)  # COLMAP's sequential order is by name; frame names sort in time
@@ -82,8 +77,7 @@ def match_features(database: Path, names: list[str], cfg: SfmConfig, work: Path)
         pairs_file.write_text("".join(f"{ordered[a]} {ordered[b]}\n" for a, b in pairs))
         imported = pycolmap.ImportedPairingOptions()
         imported.match_list_path = str(pairs_file)
-        pycolmap.match_image_pairs(database, matching_options=matching, pairing_options=imported,
-                                   verification_options=verification)
+        pycolmap.match_image_pairs(database, matching_options=matching, pairing_options=imported)
 
 
 def map_features(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) -> dict:
