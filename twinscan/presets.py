@@ -17,12 +17,17 @@ class Preset:
     mesh_faces: int  # collision mesh face budget
     mesh_resolution: int  # TSDF voxels along the captured region's longest side
     texture_size: int  # visual mesh texture atlas side, pixels
+    # frames: most motion steps between kept frames where the view turns to plainer surfaces. A smoke
+    # capture's 320 px frames hold fewer features, and 2 steps split its SfM model (10/29 registered in a
+    # loaded run); at 1.5 it registers 35/35. The sample at preview keeps 2: 1.5 joined its laps every time
+    # but cost 0.5 cm of collision p95 (docs/benchmarks.md).
+    max_gap_steps: float = 2.0
 
 
 PRESETS: dict[str, Preset] = {
     # a minute on a CPU for a tiny capture: proves a capture (or a batch, or a node) works end to end
     "smoke": Preset("smoke", max_frames=40, max_side=320, splat_steps=300, max_gaussians=20_000, mesh_faces=5_000,
-                    mesh_resolution=128, texture_size=512),
+                    mesh_resolution=128, texture_size=512, max_gap_steps=1.5),
     # minutes on a laptop: the sample (180 frames) takes 9.5 min on 2 cores, 7.5 of them splats (3000 steps)
     "preview": Preset("preview", max_frames=180, max_side=640, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000,
                       mesh_resolution=384, texture_size=1024),
