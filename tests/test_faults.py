@@ -315,7 +315,9 @@ def test_runs_killed_in_frames_and_sfm_resume_to_the_reference_frames_and_poses(
     assert _figures(manifest, "frames") == _figures(reference.manifest, "frames")
     sfm, expected = _figures(manifest, "sfm"), _figures(reference.manifest, "sfm")
     assert abs(sfm["registered"] - expected["registered"]) <= 2
-    assert sfm["scale_source"] == expected["scale_source"] and sfm["floor_found"] == expected["floor_found"]
+    # (not floor_found: whether RANSAC finds this tiny arbitrary-scale capture's floor among its ~1000 sparse
+    # points varies between uninterrupted runs too, with pycolmap's threads; a CI run found it in one of two)
+    assert sfm["scale_source"] == expected["scale_source"]
     assert _close(sfm["points3d"], expected["points3d"], 0.15)
     assert _close(sfm["focal_px"], expected["focal_px"], 0.03)
     assert sfm["mean_reprojection_error_px"] < 1.0
