@@ -31,9 +31,10 @@ def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distan
         return None
     o3d = open3d()
     o3d.utility.random.seed(seed)
-    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(mesh.triangles_center[candidates]))
+    points = mesh.triangles_center[candidates]
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
     plane, _ = cloud.segment_plane(distance_threshold=distance, ransac_n=3, num_iterations=500)
-    normal, centre = refine_plane(mesh.triangles_center[candidates], np.asarray(plane), distance)
+    normal, centre = refine_plane(points, np.asarray(plane), distance)
     tilt = float(np.degrees(np.arccos(np.clip(normal[2], -1, 1))))
     if tilt > max_tilt_deg:
         return None
