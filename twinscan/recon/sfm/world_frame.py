@@ -99,21 +99,34 @@ def covers_area(points: np.ndarray, min_fill: float = 0.4, cells: int = 8) -> bo
     return len(occupied) >= min_fill * cells * cells
 
 
+LOW_SHARE = 0.35  # floor planes are drawn from this lowest share of the points along the cameras' up
+
+
 def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarray, threshold: float,
                     max_tilt_deg: float = 15.0, min_inliers: int = 30, min_fill: float = 0.4,
                     iterations: int = 2000, seed: int = 0) -> FloorPlane | None:
     """RANSAC for the floor: a plane within max_tilt_deg of `up`, below the cameras, whose inliers
     cover an area (see `covers_area`), scored by its inliers minus the points below it (a plane
-    slicing through walls or furniture has many points under it, the floor has none)."""
+    slicing through walls or furniture has many points under it, the floor has none).
+
+    Candidate planes are drawn from the lowest LOW_SHARE of the points: the floor lies under the
+    structure. Drawn from all points, a capture whose floor holds 7 % of them (one inward loop round a
+    busy cell) met an all-floor triple about once in 2000 draws, and the plane came out 12-14 degrees
+    off in two seeds of three; from the lowest 35 % the floor is a fifth of the candidates.
+    """
     if len(points) < 3:
         return None
     rng = np.random.default_rng(seed)
     min_cos = np.cos(np.radians(max_tilt_deg))
     camera_median = np.median(camera_centers, axis=0)
+    heights = points @ up
+    low = points[heights <= np.quantile(heights, LOW_SHARE)]
+    if len(low) < 3:
+        low = points
     best: np.ndarray | None = None
     best_score = -np.inf
     for _ in range(iterations):
-        sample = points[rng.choice(len(points), 3, replace=False)]
+        sample = low[rng.choice(len(low), 3, replace=False)]
         normal = np.cross(sample[1] - sample[0], sample[2] - sample[0])
         length = np.linalg.norm(normal)
         if length < 1e-12:
