@@ -14,7 +14,7 @@ MAX_SH_DEGREE = 4  # the highest degree gsplat evaluates
 
 @dataclass(frozen=True)
 class Gaussians:
-    """N splats as trained (see CONVENTIONS.md): activations are applied by the consumer.
+    """N splats as trained (see docs/CONVENTIONS.md): activations are applied by the consumer.
 
     means (N,3); log_scales (N,3); quats (N,4) unit, (w, x, y, z); opacity_logits (N,);
     sh (N,K,3) with the DC coefficient first and K = (degree + 1)^2.

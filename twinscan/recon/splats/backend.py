@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from twinscan.errors import TwinscanError
-from twinscan.progress import console
+from twinscan.progress import say
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def select_backend(device: str = "auto", strategy: str = "auto") -> Backend:
                             "CUDA extension did not build)", "use --device cpu or --device auto")
     use_cuda = device == "cuda" or (device == "auto" and cuda_available())
     if device == "auto" and not use_cuda:
-        console.print("[yellow]notice:[/] no usable CUDA GPU; training splats on the CPU rasterizer")
+        say(("notice:", "yellow"), " no usable CUDA GPU; training splats on the CPU rasterizer")
     if use_cuda:
         from gsplat import rasterization
 

@@ -1,4 +1,4 @@
-"""Trainable splat parameters in the stored layout (CONVENTIONS.md), as gsplat's trainer keeps them.
+"""Trainable splat parameters in the stored layout (docs/CONVENTIONS.md), as gsplat's trainer keeps them.
 
 A `torch.nn.ParameterDict` with means, scales (log), quats (wxyz, unnormalised), opacities (logits),
 sh0 [N,1,3] and shN [N,K-1,3]: the names and shapes `gsplat.strategy` operates on.

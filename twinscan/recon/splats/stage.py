@@ -7,21 +7,25 @@ lets an interrupted run (Ctrl-C, power loss) resume at its last saved step; it i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
+import torch
 
 from twinscan.atomic import atomic_dir
 from twinscan.errors import TwinscanError
+from twinscan.figures import format_figure
 from twinscan.gaussians import write_ply
+from twinscan.gaussians.crop import captured_region, crop_mask
 from twinscan.progress import progress_bar
-from twinscan.recon.splats.backend import select_backend
+from twinscan.recon.splats.backend import Backend, select_backend
 from twinscan.recon.splats.config import SplatsConfig
 from twinscan.recon.splats.params import gaussians_from_params
-from twinscan.recon.splats.trainer import TrainResult, train_splats
+from twinscan.recon.splats.trainer import TrainResult, evaluate, train_splats
 from twinscan.recon.splats.views import UNDISTORTED, TrainingViews, load_training_views
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -36,6 +40,30 @@ def _status(status: dict[str, Any]) -> str:
     psnr = status.get("psnr", math.nan)
     return (f"{status.get('it_s', 0.0):.1f} it/s  {status['num_gaussians']:,} splats  loss {status['loss']:.4f}"
             + ("" if math.isnan(psnr) else f"  held-out {psnr:.2f} dB"))
+
+
+def crop_to_captured_region(ws: Workspace, views: TrainingViews, cfg: SplatsConfig, backend: Backend,
+                            result: TrainResult) -> tuple[TrainResult, dict[str, Any]]:
+    """Drop the splats far outside what the capture saw or under the floor (twinscan.gaussians.crop); the
+    held-out scores are taken again on what is kept, so the figures describe the splats the PLY holds.
+    Returns the result and the figures: the region's corners and the counts cropped."""
+    floor_found = bool(((ws.stage_record("sfm") or {}).get("figures") or {}).get("floor_found", False))
+    centres = torch.linalg.inv(views.cam_from_world)[:, :3, 3].numpy()
+    region = captured_region(views.points, centres, floor_found)
+    means = result.params["means"].detach().cpu().numpy()
+    keep, counts = crop_mask(means, region)
+    figures: dict[str, Any] = {
+        "captured_region_m": [[round(float(v), 3) for v in region.lower], [round(float(v), 3) for v in region.upper]],
+        **counts}
+    if keep.all():
+        return result, figures
+    kept = torch.from_numpy(keep).to(result.params["means"].device)
+    params = torch.nn.ParameterDict({name: torch.nn.Parameter(value.detach()[kept], requires_grad=False)
+                                     for name, value in result.params.items()})
+    heldout = views.split(cfg.heldout_every)[1]
+    sh_degree = min(result.steps // cfg.sh_degree_interval, cfg.sh_degree)
+    evaluation = evaluate(params, views, heldout, sh_degree, backend.rasterize, keep_renders=True)
+    return dataclasses.replace(result, params=params, evaluation=evaluation), figures
 
 
 def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult) -> list[str]:
@@ -73,6 +101,11 @@ def run_splats(ws: Workspace, cfg: SplatsConfig, force: bool = False) -> dict[st
                 shown = step
 
             result = train_splats(views, cfg, backend, checkpoint=checkpoint, on_step=on_step)
+            result, cropped = crop_to_captured_region(ws, views, cfg, backend, result)
+            # the bar ends on the figures the stage records (its last in-training score is older)
+            advance(result.steps - shown, status=f"{result.num_gaussians:,} splats  held-out "
+                                                 f"{format_figure(round(result.evaluation.psnr, 3), 'psnr')}, "
+                                                 f"SSIM {format_figure(round(result.evaluation.ssim, 4))}")
         run.outputs = write_outputs(ws, views, result)
         height, width = views.images[0].shape[:2]
         gains = result.exposure.gains()
@@ -83,7 +116,7 @@ def run_splats(ws: Workspace, cfg: SplatsConfig, force: bool = False) -> dict[st
             "resumed_from_step": result.resumed_from, "device": result.device, "strategy": result.strategy,
             "train_resolution": [width, height], "train_views": len(views) - len(result.evaluation.renders),
             "heldout_views": len(result.evaluation.renders),
-            "exposure_gain_range": [round(gains.min().item(), 3), round(gains.max().item(), 3)]})
+            "exposure_gain_range": [round(gains.min().item(), 3), round(gains.max().item(), 3)], **cropped})
         with contextlib.suppress(FileNotFoundError):
             checkpoint.unlink()
     return run.figures
