@@ -9,6 +9,10 @@ Two sources of views:
     sparse SfM points.
 Meshed by:
   - twinscan: TSDF fusion + cleanup + floor + decimation + texture (`build_meshes`, preset config);
+    with `--capture`, also with each `--variant FIELD=VALUE` of the config in the same run (default:
+    view-consistent TSDF, a pixel fused only where 2 other views saw the same surface,
+    `MeshConfig.min_agreeing_views=2`); their colliders (collision mesh + floor slab) are also scored
+    floor and structure apart (accuracy, completeness and F-score at 2 and 5 cm, truth seen by >= 2);
   - Poisson: the point cloud (back-projected views, or SfM points), normals estimated and turned
     towards a camera that saw the point, screened Poisson (open3d), low-density vertices (lowest 2 %)
     trimmed, as usually done.
@@ -16,13 +20,14 @@ Prints time, accuracy (mesh to truth), completeness (truth seen by >= 1 / >= 2 v
 floor flatness and floating components of each.
 
     python benchmarks/bench_mesh.py [--views 30] [--width 480] [--quality preview]
-    python benchmarks/bench_mesh.py --capture OUT [--quality preview]
+    python benchmarks/bench_mesh.py --capture OUT [--quality preview] [--variant min_agreeing_views=3]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -117,19 +122,45 @@ def twinscan_and_poisson(views: DepthViews, cfg: MeshConfig, truth: trimesh.Trim
     return rows, result
 
 
-def capture_rows(ws: Path, sample: Path, cfg: MeshConfig) -> tuple[dict, dict]:
-    """twinscan and Poisson (on the splat renders and on the SfM points) on a finished capture,
-    scored in its twin frame."""
+def config_field(cfg: MeshConfig, variant: str) -> tuple[str, object]:
+    """('field', value) from 'field=value', the value typed as the config's field is."""
+    key, _, text = variant.partition("=")
+    kind = type(getattr(cfg, key))
+    return key, text.lower() in ("1", "true", "yes") if kind is bool else kind(text)
+
+
+def capture_rows(ws: Path, sample: Path, cfg: MeshConfig, variants: list[str]) -> tuple[dict, dict]:
+    """twinscan (the preset's config and each variant of it) and Poisson (on the splat renders and on
+    the SfM points) on a finished capture, scored in its twin frame."""
     twin, _ = truth_in_twin(ws, sample)
     (views, _, points), seconds = timed(lambda: stage_views(Workspace(ws), cfg))
     print(f"rendered {len(views)} views of the supported splats in {seconds:.0f} s (shared by twinscan and "
           f"dense Poisson, not in their times); {len(twin.seen)} seen ground-truth points")
     rows, result = twinscan_and_poisson(views, cfg, twin.scene, twin.seen, twin.seen_twice, poisson_depth=10,
                                         sfm_points=points)
+    results = {"preset config (today)": result}
+    for variant in variants:
+        changed = replace(cfg, **dict([config_field(cfg, variant)]))
+        results[variant], seconds = timed(lambda: build_meshes(views, changed, sfm_points=points))
+        rows[f"twinscan visual, {variant}"] = {
+            "seconds": seconds, **scores(results[variant].visual, twin.scene, twin.seen, twin.seen_twice)}
     sparse, seconds = timed(lambda: poisson_points(*sfm_points_and_observers(ws), depth=8))
     rows["Poisson, SfM points (d=8)"] = {"seconds": seconds,
                                          **scores(sparse, twin.scene, twin.seen, twin.seen_twice)}
+    print_collider_regions(results, twin)
     return rows, result.figures
+
+
+def print_collider_regions(results: dict[str, MeshResult], twin) -> None:
+    """Each variant's colliders (collision mesh + slab), floor and structure apart."""
+    print("\n| colliders | region | accuracy median cm | p95 cm | completeness @2 / @5 cm % | F @2 / @5 cm |")
+    print("|---|---|---|---|---|---|")
+    for name, result in results.items():
+        colliders = trimesh.util.concatenate([m for m in (result.collision, result.floor_slab) if m is not None])
+        for region, score in metrics.region_scores(colliders, twin.scene, twin.seen_twice).items():
+            print(f"| {name} | {region} | {score.median * 100:.2f} | {score.p95 * 100:.2f} | "
+                  f"{score.completeness[0.02] * 100:.1f} / {score.completeness[0.05] * 100:.1f} | "
+                  f"{score.f_score(0.02):.3f} / {score.f_score(0.05):.3f} |")
 
 
 def synthetic_rows(views_count: int, width: int, cfg: MeshConfig) -> tuple[dict, dict]:
@@ -153,10 +184,13 @@ def main() -> None:
     parser.add_argument("--quality", default="preview")
     parser.add_argument("--capture", type=Path, help="a finished capture of the bundled sample")
     parser.add_argument("--sample", type=Path, default=SAMPLE)
+    parser.add_argument("--variant", action="append", default=None, metavar="FIELD=VALUE",
+                        help="with --capture: also mesh with this MeshConfig field changed (repeatable; "
+                             "default: min_agreeing_views=2, view-consistent fusion)")
     args = parser.parse_args()
     cfg = MeshConfig.from_preset(get_preset(args.quality))
     if args.capture:
-        rows, figures = capture_rows(args.capture, args.sample, cfg)
+        rows, figures = capture_rows(args.capture, args.sample, cfg, args.variant or ["min_agreeing_views=2"])
     else:
         rows, figures = synthetic_rows(args.views, args.width, cfg)
 

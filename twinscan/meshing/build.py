@@ -13,6 +13,7 @@ import trimesh
 
 from twinscan.errors import TwinscanError
 from twinscan.meshing import cleanup, collision, fusion, texture
+from twinscan.meshing.confidence import face_confidence
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_grid, floor_slab,
                                     outside_footprint, with_walkway, within_points)
@@ -28,6 +29,7 @@ class MeshResult:
     floor: Floor | None  # None when no floor plane was found near z = 0
     floor_slab: trimesh.Trimesh | None  # box collider with its top at z = 0 over the captured floor
     convex_parts: list[trimesh.Trimesh] = field(default_factory=list)
+    collision_confidence: np.ndarray | None = None  # (F,) per collision face, see meshing/confidence.py
     figures: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -36,7 +38,11 @@ def _no_progress(n: float = 1, status: str | None = None) -> None:
     pass
 
 
-STEPS = 6  # progress steps `build_meshes` reports
+def progress_steps(cfg: MeshConfig) -> int:
+    """Steps `build_meshes` reports: fusion, cleanup, floor, visual, collision (+ convex parts)."""
+    return 6 if cfg.convex else 5
+
+
 FLOATING_GAP_M = 0.05  # a part further than this from the floor and from every part that rests is floating
 FLOOR_FACE_SHARE = 10  # the visual floor grid gets 1 / this of the visual face budget: it is flat
 
@@ -120,8 +126,10 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     collider, _ = cleanup.keep_large_components(collider, min_area)  # crumbs the decimation split off
     collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
     slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
+    trust = face_confidence(collider, views, tolerance=2 * voxel)
     figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
-                   collision_non_manifold_edges=collision.non_manifold_edges(collider))
+                   collision_non_manifold_edges=collision.non_manifold_edges(collider),
+                   collision_confidence=trust.summary(collider.area_faces))
     timed("collision", f"collision mesh {len(collider.faces)} faces", step)
 
     parts: list[trimesh.Trimesh] = []
@@ -132,12 +140,14 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
         seconds["convex"] = convex.seconds
     elif cfg.convex:
         warnings.append("coacd is not installed: no convex decomposition (pip install coacd)")
-    advance(1, status=f"{len(parts)} convex parts" if cfg.convex else "done")
+    if cfg.convex:
+        advance(1, status=f"{len(parts)} convex parts")
 
     seconds["total"] = time.time() - started
     figures["seconds"] = {name: round(value, 2) for name, value in seconds.items()}
     return MeshResult(visual=visual, textured=textured, collision=collider, floor=floor, floor_slab=slab,
-                      convex_parts=parts, figures=figures, warnings=warnings)
+                      convex_parts=parts, collision_confidence=trust.confidence.astype(np.float32),
+                      figures=figures, warnings=warnings)
 
 
 def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[trimesh.Trimesh, float, np.ndarray]:
@@ -145,6 +155,9 @@ def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[
     lower, upper = fusion.captured_extent(views, cfg.min_alpha)
     depth = fusion.clean_depth(views, cfg.min_alpha, cfg.edge_jump)
     voxel = cfg.voxel_size(float(np.max(upper - lower)), fusion.pixel_footprint(views, depth))
+    if cfg.min_agreeing_views:
+        depth, kept = fusion.consistent_depth(views, depth, cfg.min_agreeing_views, cfg.agreement_tolerance)
+        figures.update(depth_pixels_agreeing=round(kept, 4))
     raw = fusion.fuse_tsdf(views, depth, voxel, cfg.trunc_voxels, _max_depth(depth), cfg.min_weight)
     figures.update(voxel_size_m=round(voxel, 5), raw_faces=len(raw.faces))
     if len(raw.faces) == 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import trimesh
 
 from twinscan.atomic import atomic_dir
@@ -14,6 +15,7 @@ VISUAL_GLB = "visual.glb"  # textured when an atlas was baked, else vertex colou
 VISUAL_OBJ = "visual.obj"  # + visual.mtl and the atlas PNG
 VISUAL_COLOURS = "visual_colours.ply"  # vertex colours (glTF would multiply them into the texture)
 COLLISION = "collision.obj"  # the structure, floor excluded
+COLLISION_CONFIDENCE = "collision_confidence.npy"  # (F,) float32 per face of collision.obj, in its order
 FLOOR = "floor.obj"  # box collider, top face at z = 0
 CONVEX = "convex"  # convex/part_000.obj ... (CoACD)
 SUMMARY = "mesh.json"
@@ -32,6 +34,9 @@ def write_meshes(result: MeshResult, folder: Path) -> list[str]:
         result.visual.export(tmp / VISUAL_COLOURS)
         result.collision.export(tmp / COLLISION)
         names = [VISUAL_GLB, VISUAL_OBJ, *extras, VISUAL_COLOURS, COLLISION]
+        if result.collision_confidence is not None:
+            np.save(tmp / COLLISION_CONFIDENCE, result.collision_confidence)
+            names.append(COLLISION_CONFIDENCE)
         if result.floor_slab is not None:
             result.floor_slab.export(tmp / FLOOR)
             names.append(FLOOR)

@@ -8,8 +8,6 @@ import numpy as np
 import trimesh
 from scipy import ndimage
 
-from twinscan.optional import open3d
-
 
 @dataclass(frozen=True)
 class Floor:
@@ -23,18 +21,20 @@ def _upward(mesh: trimesh.Trimesh, max_tilt_deg: float) -> np.ndarray:
     return mesh.face_normals[:, 2] >= np.cos(np.radians(max_tilt_deg))
 
 
-def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distance: float,
-                 seed: int = 0) -> Floor | None:
-    """The dominant upward plane among face centres within `band` of z = 0, or None when there is none."""
+def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distance: float) -> Floor | None:
+    """The dominant upward plane among face centres within `band` of z = 0, or None when there is none.
+
+    The SfM stage has already turned the floor to z = 0, so the plane starts level at the height
+    holding the most upward face area and is refit from there (`refine_plane`). It used to start from
+    open3d's RANSAC, which runs threaded: its pick changed from run to run, and in one CI run the
+    refit settled on floors 7.6 cm apart in two runs of the same input.
+    """
     candidates = _upward(mesh, max_tilt_deg) & (np.abs(mesh.triangles_center[:, 2]) <= band)
     if candidates.sum() < 50:
         return None
-    o3d = open3d()
-    o3d.utility.random.seed(seed)
     points = mesh.triangles_center[candidates]
-    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
-    plane, _ = cloud.segment_plane(distance_threshold=distance, ransac_n=3, num_iterations=500)
-    normal, centre = refine_plane(points, np.asarray(plane), distance)
+    level = np.array([0.0, 0.0, 1.0, -_busiest_height(points[:, 2], mesh.area_faces[candidates], distance)])
+    normal, centre = refine_plane(points, level, distance)
     tilt = float(np.degrees(np.arccos(np.clip(normal[2], -1, 1))))
     if tilt > max_tilt_deg:
         return None
@@ -47,12 +47,18 @@ def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distan
     return Floor(height, tilt, connected_extent(mesh.vertices[faces][..., :2], cell=4 * distance), area)
 
 
+def _busiest_height(heights: np.ndarray, areas: np.ndarray, distance: float) -> float:
+    """The centre of the `distance`-wide height bin holding the most area."""
+    edges = np.arange(heights.min(), heights.max() + 2 * distance, distance)
+    area_per_bin, _ = np.histogram(heights, edges, weights=areas)
+    busiest = int(np.argmax(area_per_bin))
+    return float(edges[busiest] + edges[busiest + 1]) / 2
+
+
 def refine_plane(points: np.ndarray, plane: np.ndarray, distance: float,
                  rounds: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """(upward unit normal, a point on it): `plane` (a, b, c, d) refit by least squares to the points
-    within `distance` of it, until the inliers settle. open3d's RANSAC runs threaded and picks a
-    different plane from run to run; the refit converges to the same one, so the floor, its cut and
-    the meshes built on it repeat."""
+    within `distance` of it, until the inliers settle."""
     normal, offset = plane[:3] / np.linalg.norm(plane[:3]), plane[3] / np.linalg.norm(plane[:3])
     centre, inliers = -offset * normal, None
     for _ in range(rounds):

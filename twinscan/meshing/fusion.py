@@ -28,6 +28,51 @@ def clean_depth(views: DepthViews, min_alpha: float, edge_jump: float) -> np.nda
     return np.where(flying | empty_neighbour, 0.0, depth).astype(np.float32)
 
 
+def consistent_depth(views: DepthViews, depth: np.ndarray, min_agreeing: int, tolerance: float,
+                     neighbours: int = 8) -> tuple[np.ndarray, float]:
+    """Keep a depth pixel only where at least `min_agreeing` other views saw the same surface there.
+
+    As COLMAP's stereo fusion does: each pixel's 3D point is projected into the `neighbours` views
+    whose cameras look most alike (nearest centres among those facing the same way); it agrees with a
+    view whose own depth at that pixel is within `tolerance` (relative to the depth). A splat render
+    that only one view explains (a view-dependent highlight baked into geometry, a fuzzy far wall whose
+    median depth jumps from view to view) then stays out of the TSDF. Returns the filtered depth and
+    the share of depth pixels kept.
+    """
+    n = len(views)
+    if min_agreeing <= 0 or n < 2:
+        return depth, 1.0
+    h, w = views.size
+    centres = views.world_from_cam[:, :3, 3]
+    forward = views.world_from_cam[:, :3, 2]
+    distance = np.linalg.norm(centres[:, None] - centres[None], axis=-1)
+    facing = forward @ forward.T
+    score = np.where(facing > 0.0, distance, np.inf)  # views facing apart see little of the same surface
+    np.fill_diagonal(score, np.inf)
+    v, u = np.mgrid[0:h, 0:w]
+    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
+    kept = np.zeros_like(depth)
+    for i in range(n):
+        valid = depth[i].reshape(-1) > 0
+        if not valid.any():
+            continue
+        z = depth[i].reshape(-1)[valid].astype(np.float64)
+        cam = (pixels[valid] @ np.linalg.inv(views.K[i]).T) * z[:, None]
+        world = cam @ views.world_from_cam[i, :3, :3].T + centres[i]
+        agree = np.zeros(len(z), np.int32)
+        for j in np.argsort(score[i])[:neighbours]:
+            if not np.isfinite(score[i, j]):
+                break
+            inside, row, col, zj = views.pixels(j, world)
+            seen = depth[j, row, col]
+            agree += inside & (seen > 0) & (np.abs(seen - zj) <= tolerance * zj)
+        flat = np.zeros(h * w, np.float32)
+        flat[np.flatnonzero(valid)[agree >= min_agreeing]] = z[agree >= min_agreeing]
+        kept[i] = flat.reshape(h, w)
+    total = int((depth > 0).sum())
+    return kept, float((kept > 0).sum() / total) if total else 1.0
+
+
 def captured_extent(views: DepthViews, min_alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Robust bounds (1st..99th percentile per axis) of the back-projected points: the captured region."""
     points, _ = views.points(min_alpha, stride=4)
@@ -54,6 +99,8 @@ def fuse_tsdf(views: DepthViews, depth: np.ndarray, voxel: float, trunc_voxels: 
         attr_names=("tsdf", "weight", "color"), attr_dtypes=(o3c.float32, o3c.float32, o3c.float32),
         attr_channels=((1), (1), (3)), voxel_size=voxel, block_resolution=16, block_count=20_000, device=cpu)
     for i in range(len(views)):
+        if not (depth[i] > 0).any():  # open3d aborts on a view that touches no block
+            continue
         depth_image = o3d.t.geometry.Image(o3c.Tensor(np.ascontiguousarray(depth[i])))
         colour_image = o3d.t.geometry.Image(o3c.Tensor(np.ascontiguousarray(views.colour[i], np.float32) / 255.0))
         intrinsic = o3c.Tensor(views.K[i], o3c.float64)  # open3d, too, puts pixel centres at +0.5

@@ -6,6 +6,8 @@ to triangles, not to vertices).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import trimesh
 
@@ -73,3 +75,56 @@ def floating_components(mesh: trimesh.Trimesh, tolerance: float = 0.05) -> int:
     surface.merge_vertices(merge_tex=True, merge_norm=True)
     _, floating = unsupported_components(surface, tolerance)
     return int(floating.sum())
+
+
+FLOOR_SPLIT_M = 0.02  # above this height a point belongs to the structure, at or below it to the floor
+UNDER_FLOOR_M = -0.01  # reconstruction below this height (the floor slab's underside) is out of any robot's reach
+THRESHOLDS_M = (0.02, 0.05)
+
+
+@dataclass(frozen=True)
+class RegionScore:
+    """One region (floor or structure) of a reconstructed surface against the true one.
+
+    Accuracy and precision look from the reconstruction (its surface samples in the region) to the true
+    surface; completeness looks from the true points seen in the region to the reconstruction. F-score
+    at t is the harmonic mean of precision and completeness at t, as in Tanks and Temples.
+    """
+
+    region: str
+    true_points: int  # seen true-surface points in the region
+    samples: int  # reconstruction surface samples in the region
+    median: float  # accuracy, metres
+    p95: float
+    precision: dict[float, float]  # threshold (m) -> fraction of samples within it of the truth
+    completeness: dict[float, float]  # threshold (m) -> fraction of true points within it of the surface
+
+    def f_score(self, threshold: float) -> float:
+        p, r = self.precision[threshold], self.completeness[threshold]
+        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def region_scores(surface: trimesh.Trimesh, truth: trimesh.Trimesh, seen_points: np.ndarray,
+                  samples: int = 200_000, split_z: float = FLOOR_SPLIT_M,
+                  thresholds: tuple[float, ...] = THRESHOLDS_M) -> dict[str, RegionScore]:
+    """Floor and structure scored apart, so a large flat floor cannot hide a poor structure above it.
+
+    A reconstruction sample belongs to the region of its own height, a true point to the region of its
+    height; distances are always to the whole other surface (a wall's foot may lie within the floor band).
+    Reconstruction under the floor (the slab's sides and underside) is left out: nothing reaches it.
+    """
+    points = sample_surface(surface, samples)
+    points = points[points[:, 2] >= UNDER_FLOOR_M]
+    to_truth = surface_distance(truth, points)
+    to_surface = surface_distance(surface, seen_points)
+    scores = {}
+    for region, in_sample, in_truth in (("floor", points[:, 2] <= split_z, seen_points[:, 2] <= split_z),
+                                        ("structure", points[:, 2] > split_z, seen_points[:, 2] > split_z)):
+        mine, theirs = to_truth[in_sample], to_surface[in_truth]
+        scores[region] = RegionScore(
+            region, int(in_truth.sum()), int(in_sample.sum()),
+            float(np.median(mine)) if len(mine) else float("nan"),
+            float(np.percentile(mine, 95)) if len(mine) else float("nan"),
+            {t: float((mine <= t).mean()) if len(mine) else 0.0 for t in thresholds},
+            {t: float((theirs <= t).mean()) if len(theirs) else float("nan") for t in thresholds})
+    return scores

@@ -9,7 +9,7 @@ import numpy as np
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
-from twinscan.meshing.build import STEPS, build_meshes
+from twinscan.meshing.build import build_meshes, progress_steps
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.export import write_meshes
 from twinscan.meshing.render import render_depth_views
@@ -38,7 +38,7 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
         return ws.stage_record("mesh")["figures"]
     with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
         views, unsupported, sfm_points = stage_views(ws, cfg)
-        with progress_bar("mesh", total=STEPS) as advance:
+        with progress_bar("mesh", total=progress_steps(cfg)) as advance:
             result = build_meshes(views, cfg, advance, sfm_points)
         files = write_meshes(result, ws.path(MESH_DIR))
         run.outputs = [f"{MESH_DIR}/{name}" for name in files]
