@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import av
 import cv2
@@ -13,8 +14,8 @@ import trimesh
 
 from twinscan.errors import TwinscanError
 from twinscan.optional import open3d
-from twinscan.synth import (CaptureConfig, build_scene, intrinsics, load_ground_truth, make_capture,
-                            render_frame)
+from twinscan.synth import (PRESETS, CaptureConfig, build_scene, intrinsics, load_ground_truth, make_capture,
+                            render_frame, scene_mesh)
 from twinscan.synth.trajectory import Walkthrough
 
 # a slow walk (one loop in 24 s) seen at 0.5 fps: realistic motion, few frames
@@ -220,6 +221,18 @@ def test_same_seed_same_capture_other_seed_differs(rotated_capture, tmp_path):
     assert np.abs(other - rotated_capture.world_from_cam).max() > 0.1
 
 
+def test_the_tiny_capture_is_the_same_video_in_every_process(tmp_path):
+    """The tests' tiny capture made in two fresh processes decodes to the same pixels (x264's mbtree did not)."""
+    code = ("import sys; from twinscan.synth.capture import PRESETS, make_capture; "
+            "make_capture(PRESETS['tiny'], sys.argv[1])")
+    for name in ("a", "b"):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / name)], check=True)
+    pairs = list(zip(decode(tmp_path / "a" / "video.mp4"), decode(tmp_path / "b" / "video.mp4")))
+    assert len(pairs) == PRESETS["tiny"].frame_count()
+    for a, b in pairs:
+        np.testing.assert_array_equal(a.to_ndarray(format="rgb24"), b.to_ndarray(format="rgb24"))
+
+
 def test_still_and_blur_stretches(tmp_path):
     walk = Walkthrough(duration_s=10.0, seed=0, still_stretch_s=(3.0, 5.0), blur_stretch_s=(7.0, 8.0))
     inside = walk.world_from_cam(np.linspace(3.5, 4.5, 11))[:, :3, 3]
@@ -293,3 +306,29 @@ def test_no_surface_is_longer_than_its_texture_repeats():
     assert scene.textures[0].period_m >= 2 * scene.floor_half_size_m
     longest_side = max(max(box.size) for box in scene.boxes)
     assert min(texture.period_m for texture in scene.textures[1:]) >= longest_side
+
+
+def test_the_hard_cell_has_plain_and_glossy_panels_and_walls_behind_the_loop():
+    """A plain panel looks the same, flat grey, from everywhere; a glossy one changes with the view; the
+    walls stand behind the loop, so an inward-looking walk sees them only from across the cell."""
+    from twinscan.meshing.raycast import look_at
+    from twinscan.synth.render import render_radiance
+    from twinscan.synth.trajectory import LOOP_RADIUS_M
+
+    scene = build_scene(5, hard=True)
+    K = intrinsics(320, 180, 65.0)
+
+    def centre_patch(eye, target):
+        radiance, depth = render_radiance(scene, K, look_at(eye, target), 320, 180)
+        assert abs(depth[90, 160] - np.linalg.norm(np.subtract(target, eye)) * 1.0) < 0.2  # the panel is hit
+        return radiance[86:95, 156:165]
+
+    plain = [centre_patch(eye, (0.6, 2.325, 0.6)) for eye in ((0.6, 3.7, 1.5), (1.8, 3.4, 1.3))]
+    assert max(p.std(axis=(0, 1)).max() for p in plain) < 1e-4  # no texture, no grain
+    np.testing.assert_allclose(plain[0], plain[1], atol=1e-4)  # matte: the same from both sides
+    glossy = [centre_patch(eye, (2.425, -0.15, 0.9)) for eye in ((3.7, -1.0, 1.5), (3.5, 0.8, 1.5))]
+    assert np.abs(glossy[0].mean(axis=(0, 1)) - glossy[1].mean(axis=(0, 1))).max() > 0.05
+    walls = [b for b in scene.boxes if b.name.startswith("wall_")]
+    assert len(walls) == 2 and all(np.hypot(*b.center[:2]) > LOOP_RADIUS_M + 0.5 for b in walls)
+    assert len(scene_mesh(scene).faces) == 2 + 12 * len(scene.boxes)
+    assert len(build_scene(5).boxes) == len(scene.boxes) - 6  # the other presets keep their cell

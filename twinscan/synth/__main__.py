@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from twinscan.errors import TwinscanError
-from twinscan.progress import console, progress_bar
+from twinscan.progress import console, progress_bar, say
 from twinscan.synth.capture import PRESETS, make_capture
 
 app = typer.Typer(add_completion=False, help=__doc__)
@@ -40,7 +40,7 @@ def main(out: Path = typer.Argument(..., help="folder to write video.mp4, ground
         console.print(f"{gt.frame_count} frames {gt.width}x{gt.height} in {time.perf_counter() - start:.0f} s, "
                       f"{size_mb:.1f} MB -> {out}")
     except TwinscanError as error:
-        console.print(f"[red]error:[/red] {error.one_line()}")
+        say(("error:", "red"), f" {error.one_line()}")
         raise typer.Exit(1) from None
 
 

@@ -61,6 +61,7 @@ class CaptureConfig:
     marker_id: int = 0
     crf: int = 23
     hfov_deg: float = 65.0  # horizontal field of view across the upright frame width
+    hard: bool = False  # add what makes real captures hard: plain and glossy panels, walls behind the loop
 
     def frame_count(self) -> int:
         return int(round(self.duration_s * self.fps))
@@ -84,6 +85,10 @@ PRESETS: dict[str, CaptureConfig] = {
                             still_stretch_s=(6.0, 7.2), blur_stretch_s=(13.0, 13.6), border_walk_s=28.0),
     # seconds to make, for trying things out
     "tiny": CaptureConfig(width=320, height=180, fps=3.0, duration_s=20.0, seed=0),
+    # one inward loop only, as a new user films (no border lap), around a cell with textureless and glossy
+    # panels and walls seen only from across it; exposure drifts and one stretch is blurred
+    "hard": CaptureConfig(width=640, height=360, fps=6.0, duration_s=30.0, seed=5, blur_stretch_s=(12.0, 12.6),
+                          hard=True),
 }
 
 
@@ -166,7 +171,7 @@ def make_capture(cfg: CaptureConfig, out_dir, on_frame: Callable[[int], None] | 
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "ground_truth.json").exists():
         raise TwinscanError(f"{out_dir} exists and is not a synthetic capture; it would be replaced",
                             "choose a new or empty folder")
-    scene = build_scene(cfg.seed, cfg.marker_size_m, cfg.marker_dict, cfg.marker_id)
+    scene = build_scene(cfg.seed, cfg.marker_size_m, cfg.marker_dict, cfg.marker_id, cfg.hard)
     walk = Walkthrough(cfg.duration_s, cfg.seed, still_stretch_s=cfg.still_stretch_s,
                        blur_stretch_s=cfg.blur_stretch_s, frame_interval_s=1 / cfg.fps, border_s=cfg.border_walk_s)
     K = intrinsics(cfg.width, cfg.height, cfg.hfov_deg)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from twinscan.synth.scene import Scene
+from twinscan.synth.scene import PLAIN, Scene
 
 NEAR_M = 0.05
 BACKGROUND, FLOOR, FIRST_BOX = 0, 1, 2  # surface codes; box b has code FIRST_BOX + b
@@ -157,13 +157,15 @@ def shade(scene: Scene, g: GBuffer, world_from_cam: np.ndarray, rays: CameraRays
     texel = np.zeros(g.u.shape + (2,), dtype=np.float32)
     texture_of_pixel = np.where(g.surface == BACKGROUND, -1, scene.surface_texture[g.surface]).ravel()
     u, v, texel_flat = g.u.ravel(), g.v.ravel(), texel.reshape(-1, 2)
+    texel_flat[(texture_of_pixel == PLAIN) & (g.surface.ravel() != BACKGROUND), 1] = 1.0  # flat paint, no grain
     for i, texture in enumerate(scene.textures):
         mine = np.flatnonzero(texture_of_pixel == i)
         if len(mine):
             texel_flat[mine] = texture.sample(u[mine], v[mine])
     marker = scene.marker
     radiance = np.empty(g.u.shape + (3,), dtype=np.float32)
-    _shade_kernel(g.surface, g.u, g.v, g.normal, texel, scene.surface_paint,
+    gloss = scene.surface_gloss if scene.surface_gloss is not None else np.zeros(len(scene.surface_paint), np.float32)
+    _shade_kernel(g.surface, g.u, g.v, g.normal, texel, scene.surface_paint, gloss,
                   scene.sun_direction.astype(np.float32), rays.x[0], rays.y[:, 0],
                   world_from_cam[:3, :3].astype(np.float32),
                   np.asarray(marker.center_xy, dtype=np.float32),
@@ -173,7 +175,7 @@ def shade(scene: Scene, g: GBuffer, world_from_cam: np.ndarray, rays: CameraRays
 
 
 @numba.njit(cache=True, nogil=True)
-def _shade_kernel(surface, tex_u, tex_v, normal, texel, paint, sun, xs, ys, world_from_cam_rot,
+def _shade_kernel(surface, tex_u, tex_v, normal, texel, paint, gloss, sun, xs, ys, world_from_cam_rot,
                   marker_center, world_from_marker_rot, marker_size, quiet_zone, marker_cells,
                   radiance):  # pragma: no cover - compiled
     height, width = surface.shape
@@ -197,10 +199,34 @@ def _shade_kernel(surface, tex_u, tex_v, normal, texel, paint, sun, xs, ys, worl
             for k in range(3):
                 albedo = (paint[code, 0, k] + (paint[code, 1, k] - paint[code, 0, k]) * pattern) * detail
                 radiance[row, col, k] = albedo * light
+            if gloss[code] > 0.0:
+                _add_reflection(normal[row, col], xs[col], ys[row], world_from_cam_rot, sun, gloss[code],
+                                radiance[row, col])
             if code == FLOOR:
                 _paint_floor(tex_u[row, col], tex_v[row, col], pattern, detail, marker_center,
                              world_from_marker_rot, marker_size, quiet_zone, marker_cells, light,
                              radiance[row, col])
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_reflection(n, x, y, world_from_cam_rot, sun, share, out):  # pragma: no cover - compiled
+    """Lacquer: a share of the light is the hall mirrored in the surface (its windows, the sun's highlight),
+    so the panel's colour changes with the viewpoint, as glossy paint does."""
+    d = np.empty(3, dtype=np.float32)
+    for k in range(3):
+        d[k] = world_from_cam_rot[k, 0] * x + world_from_cam_rot[k, 1] * y + world_from_cam_rot[k, 2]
+    norm = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    d_dot_n = (d[0] * n[0] + d[1] * n[1] + d[2] * n[2]) / norm
+    r = np.empty(3, dtype=np.float32)
+    for k in range(3):
+        r[k] = d[k] / norm - 2.0 * d_dot_n * n[k]
+    # the hall's windows all round at eye height, and the sun: bright bands that slide over the panel as
+    # the camera walks past (what makes a lacquered cabinet front hard to match between views)
+    windows = 1.0 if abs(r[2]) < 0.45 and (np.arctan2(r[1], r[0]) * 4.0 / np.pi) % 1.0 < 0.3 else 0.0
+    highlight = max(r[0] * sun[0] + r[1] * sun[1] + r[2] * sun[2], 0.0) ** 60
+    mirrored = 0.06 + 0.06 * (r[2] + 1.0) + 0.85 * windows + 2.0 * highlight
+    for k in range(3):
+        out[k] = (1.0 - share) * out[k] + share * mirrored
 
 
 @numba.njit(cache=True, nogil=True)

@@ -27,6 +27,7 @@ TEXEL_M = 0.004
 # twice on it and SfM can place a view that sees only that surface one period away (it did, 8.2 m off).
 FLOOR_TEXTURE_TEXELS = 2304  # 9.2 m across the 9 m floor
 BOX_TEXTURE_TEXELS = 1280  # 5.1 m along the longest box, the 5 m low wall
+PLAIN = -1  # surface_texture of a surface with no texture at all: one flat paint colour
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,10 @@ class Scene:
     marker: Marker
     floor_half_size_m: float
     textures: tuple[Texture, ...] = field(repr=False)
-    surface_texture: np.ndarray = field(repr=False)  # (2 + B,) texture index per surface code (see render)
+    surface_texture: np.ndarray = field(repr=False)  # (2 + B,) texture index per surface code, PLAIN: none
     surface_paint: np.ndarray = field(repr=False)  # (2 + B, 2, 3) linear RGB albedo of the two paint colours
     face_offsets_m: np.ndarray = field(repr=False)  # (B, 6, 2) texture offset of each box face: none repeat
+    surface_gloss: np.ndarray | None = field(default=None, repr=False)  # (2 + B,) share of mirror-like reflection
     sun_direction: np.ndarray = field(default_factory=lambda: _unit([0.45, -0.3, 0.84]))
 
     @functools.cached_property
@@ -185,14 +187,35 @@ def _shelving(center_xy, yaw_deg) -> list[Box]:
     return parts
 
 
+def hard_layout() -> tuple[Box, ...]:
+    """What makes real captures hard, added to the cell: a blank partition and a plain grey panel (no
+    texture at all), a glossy cabinet and a glossy machine guard (their colour changes with the view), and
+    tall walls behind the walkthrough loop on two sides, which an inward-looking loop sees only from
+    across the cell (5.5 to 8.5 m away)."""
+    return (
+        Box("blank_partition", (-2.35, 0.15, 0.80), (0.06, 1.00, 1.60)),  # textureless
+        Box("plain_panel", (0.60, 2.30, 0.60), (1.10, 0.05, 1.20)),  # textureless
+        Box("glossy_cabinet", (2.20, -0.15, 0.90), (0.45, 0.80, 1.80)),  # glossy
+        Box("glossy_guard", (-0.95, -2.25, 0.55), (0.90, 0.05, 1.10)),  # glossy and textureless: red lacquer
+        Box("wall_east", (4.35, 0.00, 1.00), (0.12, 5.00, 2.00)),
+        Box("wall_south", (0.00, -4.35, 1.00), (5.00, 0.12, 2.00)),
+    )
+
+
+PLAIN_BOXES = {"blank_partition": (0.50, 0.50, 0.48), "plain_panel": (0.30, 0.32, 0.36),
+               "glossy_guard": (0.40, 0.03, 0.03)}  # one flat linear albedo each: no texture at all
+GLOSSY_BOXES = {"glossy_cabinet": 0.55, "glossy_guard": 0.45}  # share of mirror-like reflection
+
+
 @functools.lru_cache(maxsize=4)
 def build_scene(seed: int = 0, marker_size_m: float = 0.30, marker_dict: str = "4x4_50",
-                marker_id: int = 0) -> Scene:
-    """The factory cell with textures drawn from `seed`; the layout is fixed. Cached: treat it as read-only."""
+                marker_id: int = 0, hard: bool = False) -> Scene:
+    """The factory cell with textures drawn from `seed`; the layout is fixed (`hard` adds `hard_layout`).
+    Cached: treat it as read-only."""
     if not 0.05 <= marker_size_m <= 1.0:
         raise TwinscanError(f"marker size {marker_size_m} m is out of range", "use a size between 0.05 and 1.0 m")
     rng = np.random.default_rng([seed, 2])
-    boxes = cell_layout()
+    boxes = cell_layout() + (hard_layout() if hard else ())
     marker = Marker(marker_dict, marker_id, marker_size_m, center_xy=(-0.40, -0.60), yaw_deg=0.0,
                     cells=marker_cells(marker_dict, marker_id))
     floor_texture = make_texture(rng, FLOOR_TEXTURE_TEXELS, TEXEL_M, blobs_per_m2=25.0)
@@ -202,11 +225,18 @@ def build_scene(seed: int = 0, marker_size_m: float = 0.30, marker_dict: str = "
                   _srgb_to_linear(colorsys.hsv_to_rgb((h + 0.07) % 1.0, 0.40, 0.92))] for h in hues]
     background_paint = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     concrete_paint = [[0.16, 0.16, 0.17], [0.42, 0.40, 0.36]]
+    surface_texture = np.concatenate([[0, 0], rng.integers(1, 1 + BOX_TEXTURE_COUNT, len(boxes))])
+    gloss = np.zeros(2 + len(boxes), np.float32)
+    for b, box in enumerate(boxes):
+        if box.name in PLAIN_BOXES:
+            surface_texture[2 + b] = PLAIN
+            box_paint[b] = [PLAIN_BOXES[box.name]] * 2
+        gloss[2 + b] = GLOSSY_BOXES.get(box.name, 0.0)
     return Scene(boxes=boxes, marker=marker, floor_half_size_m=FLOOR_HALF_SIZE_M,
-                 textures=(floor_texture, *box_textures),
-                 surface_texture=np.concatenate([[0, 0], rng.integers(1, 1 + BOX_TEXTURE_COUNT, len(boxes))]),
+                 textures=(floor_texture, *box_textures), surface_texture=surface_texture,
                  surface_paint=np.array([background_paint, concrete_paint, *box_paint], dtype=np.float32),
-                 face_offsets_m=rng.uniform(0, box_textures[0].period_m, (len(boxes), 6, 2)))
+                 face_offsets_m=rng.uniform(0, box_textures[0].period_m, (len(boxes), 6, 2)),
+                 surface_gloss=gloss if hard else None)
 
 
 def _srgb_to_linear(rgb) -> np.ndarray:
