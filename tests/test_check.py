@@ -51,6 +51,10 @@ def _author_mesh_collider(stage: Usd.Stage, path: str, mesh: trimesh.Trimesh, me
     prim.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(mesh.faces), 3, np.int32)))
     prim.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(np.asarray(mesh.faces, np.int32).ravel()))
     prim.CreateExtentAttr(UsdGeom.PointBased.ComputeExtent(points))
+    # polygonal with normals, as NVIDIA's Asset Validator (run by check_twin) asks of every mesh
+    prim.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
+    prim.CreateNormalsAttr(Vt.Vec3fArray.FromNumpy(np.asarray(mesh.vertex_normals, np.float32)))
+    prim.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
     prim.CreatePurposeAttr(UsdGeom.Tokens.guide)
     UsdPhysics.CollisionAPI.Apply(prim.GetPrim())
     if mesh_api:
@@ -126,6 +130,27 @@ def test_a_sound_stage_has_no_static_errors_and_exact_counts(tmp_path: Path) -> 
                                       pytest.approx((4.0, 3.0, 0.85)))
     assert report.counts["colliders"] == 2 and report.counts["collider_triangles"] == 12 + 12
     assert "physics not run" in report.verdict_line
+
+
+def test_nvidias_asset_validator_runs_in_check_and_its_failures_fail_the_verdict(tmp_path: Path) -> None:
+    sound = check_twin(author_twin(tmp_path / "sound.usda"), CheckConfig(physics=False))
+    assert sound.asset_validation is not None and sound.asset_validation.failures == []
+    assert "NormalsExistChecker" in sound.asset_validation.rules_run and len(sound.asset_validation.rules_run) >= 40
+    assert "NVIDIA Asset Validator 0 failures, 0 warnings" in sound.verdict_line and sound.verdict
+    twin = author_twin(tmp_path / "no_normals.usda")
+    stage = Usd.Stage.Open(str(twin))
+    stage.GetPrimAtPath("/World/Collision/Mesh").RemoveProperty("normals")
+    stage.GetRootLayer().Save()
+    report = check_twin(twin, CheckConfig(physics=False))
+    [line] = [error for error in report.errors if "NormalsExistChecker" in error]
+    assert line.startswith("NVIDIA Asset Validator: NormalsExistChecker (failure) at /World/Collision/Mesh: ")
+    assert not report.verdict and "NVIDIA Asset Validator 1 failure, 0 warnings" in report.verdict_line
+    figures = report.figures()
+    assert figures["asset_validator_failures"] == 1 and figures["asset_validator_warnings"] == 0
+    assert figures["asset_validator_by_rule"] == {"NormalsExistChecker": {"failure": 1}}
+    assert report.to_dict()["asset_validation"]["issues"][0]["prim"] == "/World/Collision/Mesh"
+    skipped = check_twin(twin, CheckConfig(physics=False, asset_validator=False))
+    assert skipped.asset_validation is None and "NVIDIA Asset Validator not run (not asked for)" in skipped.verdict_line
 
 
 def test_a_mesh_collider_without_mesh_collision_api_is_an_error(tmp_path: Path) -> None:

@@ -234,7 +234,7 @@ def test_summarize_describes_the_twin(full_twin: dict) -> None:
     summary = summarize(full_twin["usda"])
     assert summary["default_prim"] == "/World" and summary["up_axis"] == "Z"
     assert summary["meters_per_unit"] == 1.0 and summary["kilograms_per_unit"] == 1.0
-    assert summary["splats"] == 50 and summary["sh_degree"] == 1
+    assert summary["splats"] == 50 and summary["sh_degree"] == 3  # degree 1 is written as 3 (Isaac Sim hangs on 1)
     content = full_twin["content"]
     colliders = [content.collision_mesh, *content.convex_parts]
     assert summary["collision_triangles"] == sum(len(mesh.faces) for mesh in colliders)
@@ -255,3 +255,18 @@ def test_bad_inputs_raise_twinscan_error(tmp_path: Path) -> None:
     with pytest.raises(TwinscanError):
         summarize(tmp_path / "nothing.usda")
     assert not (tmp_path / "twin.usda").exists()
+
+
+def test_the_twin_carries_every_figure_its_provenance_promises(smoke_capture):
+    """Each figure `FIGURES_FROM` names is in the twin's customLayerData, with the stage's own value: a
+    misspelt key (sfm's reprojection error was asked for without its `_px`) was dropped without a word."""
+    from twinscan.usd_export.inspection import summarize
+    from twinscan.usd_export.stage import FIGURES_FROM
+    from twinscan.workspace import Workspace
+
+    figures = summarize(smoke_capture / "twin.usda")["figures"]
+    ws = Workspace(smoke_capture)
+    for stage, keys in FIGURES_FROM.items():
+        for key in keys:
+            assert figures[f"{stage}_{key}"] == pytest.approx(ws.stage_record(stage)["figures"][key]), key
+    assert figures["sfm_mean_reprojection_error_px"] > 0

@@ -70,3 +70,20 @@ def _in_rigid_body(prim: Usd.Prim) -> bool:
             return True
         prim = prim.GetParent()
     return False
+
+
+def collider_surface(stage: Usd.Stage) -> trimesh.Trimesh:
+    """Every static collider's surface in world space, as a simulator builds it: triangle meshes as
+    authored, convex-hull approximations as their hulls, the floor slab as its box. (A convex
+    decomposition is left as its mesh: the engine's pieces follow it closely.)"""
+    parts = []
+    for prim in collider_prims(stage):
+        collider = read_collider(prim)
+        if collider is None or not len(collider.triangles.faces):
+            continue
+        hull = collider.approximation == UsdPhysics.Tokens.convexHull
+        parts.append(collider.triangles.convex_hull if hull else collider.triangles)
+    if not parts:
+        raise TwinscanError(f"{stage.GetRootLayer().identifier} has no static collider",
+                            "export the twin with `twinscan usd` after the mesh stage")
+    return trimesh.util.concatenate(parts)

@@ -9,6 +9,7 @@ from pathlib import Path
 @dataclass(frozen=True)
 class CheckConfig:
     physics: bool = True  # drop probes in NVIDIA Newton (the `physics` extra); False: static checks only
+    asset_validator: bool = True  # run NVIDIA's Asset Validator (the `physics` extra) next to UsdValidation
     probe_size_m: float = 0.2  # edge of the cube probes
     drop_height_m: float = 0.4  # gap between a probe's bottom and the surface below it at release
     probe_spacing_m: float = 0.6  # grid step of the probes over the floor and object tops

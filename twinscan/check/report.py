@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
 
+from twinscan.check.asset_validation import AssetValidation
 from twinscan.check.physics import ProbeRest
 from twinscan.check.probes import HeightMap, ProbeSite, Surface
 from twinscan.check.validate import UnitsFacts
@@ -51,6 +52,14 @@ class CheckReport:
     probe_size_m: float = 0.2
     physics_note: str = ""  # why physics did not run
     height_map: HeightMap | None = field(default=None, repr=False)  # for the top-down figure
+    asset_validation: AssetValidation | None = None  # NVIDIA's Asset Validator; its failures are in `errors`
+    asset_validator_note: str = ""  # why it did not run
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the Asset Validator warns about (each names its rule and prim); not a failed verdict."""
+        found = self.asset_validation.warnings if self.asset_validation is not None else []
+        return [f"NVIDIA Asset Validator: {issue.line()}" for issue in found]
 
     @property
     def verdict(self) -> bool:
@@ -61,6 +70,12 @@ class CheckReport:
     def verdict_line(self) -> str:
         outcomes = {name: [p for p in self.probes if p.outcome == name] for name in OUTCOMES}
         parts = [f"{len(self.errors)} validation error{'s' * (len(self.errors) != 1)}"]
+        if self.asset_validation is not None:
+            failures, warnings = len(self.asset_validation.failures), len(self.asset_validation.warnings)
+            parts.append(f"NVIDIA Asset Validator {failures} failure{'s' * (failures != 1)}, "
+                         f"{warnings} warning{'s' * (warnings != 1)}")
+        elif self.asset_validator_note:
+            parts.append(f"NVIDIA Asset Validator not run ({self.asset_validator_note})")
         if self.physics_run:
             worst = max((abs(p.rest_error_m) for p in outcomes["rested"]), default=0.0)
             parts.append(f"{len(outcomes['rested'])}/{len(self.probes)} probes rested "
@@ -79,10 +94,20 @@ class CheckReport:
         return {"verdict": self.verdict, "validation_errors": len(self.errors), "probes": len(self.probes),
                 **{f"probes_{name}": count for name, count in by_outcome.items()},
                 "worst_rest_error_m": max(rested, default=0.0), "physics_run": self.physics_run,
-                "check_seconds": self.seconds, **self.counts}
+                "check_seconds": self.seconds, **self.counts, **self._asset_figures()}
+
+    def _asset_figures(self) -> dict:
+        if self.asset_validation is None:
+            return {"asset_validator_run": False}
+        return {"asset_validator_run": True, "asset_validator_failures": len(self.asset_validation.failures),
+                "asset_validator_warnings": len(self.asset_validation.warnings),
+                "asset_validator_by_rule": self.asset_validation.by_rule(),
+                "asset_validator_disabled": sorted(self.asset_validation.disabled)}
 
     def to_dict(self) -> dict:
         return {"verdict": self.verdict, "verdict_line": self.verdict_line, "errors": self.errors,
                 "units": asdict(self.units), "counts": self.counts,
                 "probes": [asdict(probe) for probe in self.probes], "physics_run": self.physics_run,
-                "physics_note": self.physics_note, "seconds": self.seconds}
+                "physics_note": self.physics_note, "seconds": self.seconds, "warnings": self.warnings,
+                "asset_validation": self.asset_validation.to_dict() if self.asset_validation is not None else None,
+                "asset_validator_note": self.asset_validator_note}

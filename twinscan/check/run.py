@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from twinscan.check.asset_validation import INSTALL_HINT, asset_validator_available, validate_asset
 from twinscan.check.config import CheckConfig
 from twinscan.check.physics import drop_probes
 from twinscan.check.probes import floor_extent, height_map, plan_probe_sites
@@ -27,6 +28,13 @@ def check_twin(usd_path: str | Path, config: CheckConfig = CheckConfig()) -> Che
     validation = validate_stage(stage, usd_path)
     report = CheckReport(str(usd_path), validation.errors, validation.units, validation.counts, [], False, 0.0,
                          config.probe_size_m)
+    if not config.asset_validator:
+        report.asset_validator_note = "not asked for"
+    elif not asset_validator_available():
+        report.asset_validator_note = f"not installed: {INSTALL_HINT}"
+    else:
+        report.asset_validation = validate_asset(usd_path)
+        report.errors += [f"NVIDIA Asset Validator: {issue.line()}" for issue in report.asset_validation.failures]
     mesh = validation.collision_mesh()
     if mesh is not None and len(mesh.faces):
         floor = floor_extent(mesh, tolerance=config.rest_tolerance_m)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from twinscan.atomic import write_json
 from twinscan.check.config import CheckConfig
 from twinscan.check.physics import newton_available
 from twinscan.check.plot import plot_probes
@@ -13,6 +14,7 @@ from twinscan.workspace import Workspace, fingerprint, tool_versions
 
 TWIN = "twin.usda"
 PLOT = "check/probes.png"
+PROBES = "check/probes.json"  # the whole report: each probe's drop site, outcome and rest position (the viewer's)
 
 
 def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[str, Any]:
@@ -29,10 +31,16 @@ def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[
             run.warnings.append('physics proof not run: Newton is not installed (pip install "twinscan[physics]")')
         report = check_twin(twin, config)
         run.figures.update(report.figures())
+        ws.path(PROBES).parent.mkdir(exist_ok=True)
+        write_json(ws.path(PROBES), report.to_dict())
+        run.outputs.append(PROBES)
         if report.probes:
             plot_probes(report, ws.path(PLOT))
             run.outputs.append(PLOT)
         run.warnings.extend(report.errors)
+        run.warnings.extend(report.warnings)  # the Asset Validator's warnings, by rule and prim
+        if report.asset_validator_note.startswith("not installed"):
+            run.warnings.append(f"NVIDIA Asset Validator {report.asset_validator_note}")
         if not report.verdict:
             raise TwinscanError(report.verdict_line,
                                 f"the twin is not safe to simulate: see {PLOT} and `twinscan check {twin}`")

@@ -35,6 +35,28 @@ class FloorArea:
 
 
 @dataclass(frozen=True)
+class PhysicsMaterial:
+    """Contact properties of every collider (UsdPhysics.MaterialAPI). The defaults are a sealed concrete
+    plant floor under steel, plastic or rubber parts: PhysX's own default is 0.5/0.5/0."""
+
+    static_friction: float = 0.6
+    dynamic_friction: float = 0.5
+    restitution: float = 0.1
+
+    def problems(self) -> list[str]:
+        found = []
+        if not (self.static_friction >= 0 and self.dynamic_friction >= 0):
+            found.append(f"friction must be 0 or more (static {self.static_friction:g}, "
+                         f"dynamic {self.dynamic_friction:g})")
+        elif self.dynamic_friction > self.static_friction:
+            found.append(f"dynamic friction {self.dynamic_friction:g} is above static friction "
+                         f"{self.static_friction:g}: sliding would grip harder than standing")
+        if not 0 <= self.restitution <= 1:
+            found.append(f"restitution {self.restitution:g} is outside 0..1")
+        return found
+
+
+@dataclass(frozen=True)
 class TwinMetadata:
     """Provenance and trust figures, stored in the root layer's customLayerData."""
 
@@ -57,6 +79,7 @@ class TwinContent:
     cameras: CameraTrack | None = None
     floor: FloorArea | None = None
     metadata: TwinMetadata = field(default_factory=TwinMetadata)
+    physics_material: PhysicsMaterial = field(default_factory=PhysicsMaterial)
 
 
 @dataclass(frozen=True)

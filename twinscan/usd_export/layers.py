@@ -40,7 +40,7 @@ def new_stage(path: Path, default_prim: str) -> Iterator[Usd.Stage]:
 
 
 def set_twin_units(stage: Usd.Stage) -> None:
-    """The twin frame's units (CONVENTIONS.md): Z up, metres, kilograms."""
+    """The twin frame's units (docs/CONVENTIONS.md): Z up, metres, kilograms."""
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)

@@ -1,14 +1,26 @@
-"""The splat prim: a UsdVol.ParticleField3DGaussianSplat with activated parameters (CONVENTIONS.md)."""
+"""The splat prim: a UsdVol.ParticleField3DGaussianSplat with activated parameters (docs/CONVENTIONS.md)."""
 
 from __future__ import annotations
 
 import numpy as np
-from pxr import Usd, UsdVol, Vt
+from pxr import Usd, UsdGeom, UsdVol, Vt
 
 from twinscan.gaussians import Gaussians
 
 # A splat is drawn out to about three standard deviations; the extent must hold all of it.
 EXTENT_SIGMAS = 3.0
+# Isaac Sim renders degree 0 and 3 and hangs on 1 and 2 (reported against another splat exporter): a
+# degree 1 or 2 model is written as degree 3 with its higher coefficients zero, which renders the same.
+USD_SH_DEGREES = (0, 3)
+
+
+def usd_sh(gaussians: Gaussians) -> np.ndarray:
+    """(N, K, 3) coefficients at a degree Isaac Sim takes (USD_SH_DEGREES), zero padded."""
+    if gaussians.sh_degree in USD_SH_DEGREES:
+        return gaussians.sh
+    padded = np.zeros((gaussians.count, (max(USD_SH_DEGREES) + 1) ** 2, 3), dtype=gaussians.sh.dtype)
+    padded[:, :gaussians.sh.shape[1]] = gaussians.sh
+    return padded
 
 
 def author_splats(stage: Usd.Stage, path: str, gaussians: Gaussians,
@@ -19,7 +31,8 @@ def author_splats(stage: Usd.Stage, path: str, gaussians: Gaussians,
     n = gaussians.count
     scales = gaussians.scales
     orientations = np.roll(gaussians.quats, -1, axis=1)  # Gf quaternions are (x, y, z, w) in memory
-    coefficients = gaussians.sh.reshape(n * gaussians.sh.shape[1], 3)  # vec3-major, splat by splat
+    sh_values = usd_sh(gaussians)
+    coefficients = sh_values.reshape(n * sh_values.shape[1], 3)  # vec3-major, splat by splat
     splats.CreatePositionsAttr(Vt.Vec3fArray.FromNumpy(gaussians.means.astype(np.float32)))
     if half_precision:
         splats.CreateOrientationshAttr(Vt.QuathArray.FromNumpy(orientations.astype(np.float16)))
@@ -33,8 +46,10 @@ def author_splats(stage: Usd.Stage, path: str, gaussians: Gaussians,
         splats.CreateOpacitiesAttr(Vt.FloatArray.FromNumpy(gaussians.opacities.astype(np.float32)))
         sh = splats.CreateRadianceSphericalHarmonicsCoefficientsAttr(
             Vt.Vec3fArray.FromNumpy(coefficients.astype(np.float32)))
-    sh.SetMetadata("elementSize", gaussians.sh.shape[1])
-    splats.CreateRadianceSphericalHarmonicsDegreeAttr(gaussians.sh_degree)
+    # Read as a primvar (one element of elementSize vec3s per splat), as NVIDIA's validator checks (VG.035).
+    sh.SetMetadata("elementSize", sh_values.shape[1])
+    sh.SetMetadata("interpolation", UsdGeom.Tokens.vertex)
+    splats.CreateRadianceSphericalHarmonicsDegreeAttr(int(round(np.sqrt(sh_values.shape[1]))) - 1)
     splats.CreateExtentAttr(Vt.Vec3fArray.FromNumpy(splat_extent(gaussians)))
     return splats
 

@@ -6,6 +6,7 @@ before training), so no transform happens here: this stage gathers and packages.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,8 @@ import trimesh
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
-from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, ScaleSource, TwinContent,
-                                         TwinMetadata)
+from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, PhysicsMaterial, ScaleSource,
+                                         TwinContent, TwinMetadata)
 from twinscan.usd_export.inspection import summarize, validation_errors
 from twinscan.usd_export.twin import write_twin
 from twinscan.workspace import Workspace, fingerprint, tool_versions
@@ -26,7 +27,7 @@ SPLATS = "splats/splats.ply"
 MESH_DIR = "mesh"
 CAMERAS = "sfm/undistorted/sparse"  # PINHOLE cameras of the images the splats were trained on
 TWIN = "twin.usda"
-FIGURES_FROM = {"frames": ("kept", "decoded"), "sfm": ("registered", "mean_reprojection_error"),
+FIGURES_FROM = {"frames": ("kept", "decoded"), "sfm": ("registered", "mean_reprojection_error_px"),
                 "splats": ("psnr", "ssim", "num_gaussians"), "mesh": ("collision_faces", "visual_faces")}
 
 
@@ -35,6 +36,19 @@ class UsdConfig:
     half_precision: bool = False
     usdz: bool = False
     appearance: str = "splats"  # default of the "appearance" variant set: splats | mesh
+    # the colliders' UsdPhysics material (defaults: a sealed concrete plant floor, see PhysicsMaterial)
+    static_friction: float = PhysicsMaterial.static_friction
+    dynamic_friction: float = PhysicsMaterial.dynamic_friction
+    restitution: float = PhysicsMaterial.restitution
+
+    def __post_init__(self) -> None:
+        if problems := self.physics_material.problems():
+            raise TwinscanError(f"the physics material is not usable: {problems[0]}",
+                                "pass --static-friction >= --dynamic-friction >= 0 and --restitution in 0..1")
+
+    @property
+    def physics_material(self) -> PhysicsMaterial:
+        return PhysicsMaterial(self.static_friction, self.dynamic_friction, self.restitution)
 
 
 def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any]:
@@ -49,7 +63,7 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
     if not force and ws.is_done("usd", cfg, inputs):
         return ws.stage_record("usd")["figures"]
     with ws.run_stage("usd", cfg, inputs, tool_versions("usd-core", "trimesh")) as run:
-        content = workspace_content(ws)
+        content = dataclasses.replace(workspace_content(ws), physics_material=cfg.physics_material)
         if content.collision_mesh is None:
             run.warnings.append("no collision mesh (run `twinscan mesh`): the twin has only a floor collider")
         written = write_twin(ws.path(TWIN), content, ExportOptions(
@@ -64,7 +78,10 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
         run.figures.update({key: summary[key] for key in (
             "splats", "sh_degree", "collision_triangles", "colliders", "visual_triangles", "textured",
             "camera_samples", "meters_per_unit", "up_axis")} | {"validation_errors": 0,
-                                                                 "scale_source": content.metadata.scale_source})
+                                                                 "scale_source": content.metadata.scale_source,
+                                                                 "static_friction": cfg.static_friction,
+                                                                 "dynamic_friction": cfg.dynamic_friction,
+                                                                 "restitution": cfg.restitution})
     return run.figures
 
 

@@ -47,7 +47,8 @@ def write_twin(out_path: str | Path, content: TwinContent, options: ExportOption
     parts = [_write_splats(folder / f"{stem}_splats.usdc", content, options)]
     if content.collision_mesh is not None or content.convex_parts or content.floor is not None:
         with new_stage(layer := folder / f"{stem}_collision.usdc", "Collision") as stage:
-            author_collision(stage, "/Collision", content.collision_mesh, content.convex_parts, content.floor)
+            author_collision(stage, "/Collision", content.collision_mesh, content.convex_parts, content.floor,
+                             content.physics_material)
         parts.append(_Part("Collision", layer))
     if content.visual_mesh is not None:
         parts.append(_write_visual(folder, stem, content))
@@ -61,8 +62,11 @@ def write_twin(out_path: str | Path, content: TwinContent, options: ExportOption
         for part in parts:
             stage.DefinePrim(f"/World/{part.name}").GetReferences().AddReference(f"./{part.layer.name}")
         author_physics_scene(stage, "/World/PhysicsScene")
-        _author_appearance_variants(stage, world, has_visual=content.visual_mesh is not None,
-                                    selection=options.appearance)
+        if content.visual_mesh is not None:  # without one, a "mesh" appearance would show nothing
+            _author_appearance_variants(stage, world, selection=options.appearance)
+        elif options.appearance == "mesh":
+            raise TwinscanError("appearance 'mesh' needs a visual mesh and this twin has none",
+                                "run `twinscan mesh` first, or keep the splats appearance")
         if content.cameras is not None:
             set_playback_range(stage, content.cameras, options.time_codes_per_second)
         stage.GetRootLayer().customLayerData = {"twinscan": _provenance(content.metadata)}
@@ -98,17 +102,16 @@ def _write_visual(folder: Path, stem: str, content: TwinContent) -> _Part:
     return _Part("Visual", layer)
 
 
-def _author_appearance_variants(stage: Usd.Stage, world: Usd.Prim, has_visual: bool, selection: str) -> None:
+def _author_appearance_variants(stage: Usd.Stage, world: Usd.Prim, selection: str) -> None:
     """Variant "splats" hides the visual mesh, variant "mesh" hides the splats (colliders stay)."""
     variants = world.GetVariantSets().AddVariantSet(APPEARANCE)
-    hidden = {"splats": "Visual" if has_visual else None, "mesh": "Splats"}
+    hidden = {"splats": "Visual", "mesh": "Splats"}
     for variant, prim_name in hidden.items():
         variants.AddVariant(variant)
         variants.SetVariantSelection(variant)
-        if prim_name is not None:
-            with variants.GetVariantEditContext():
-                UsdGeom.Imageable(stage.OverridePrim(f"/World/{prim_name}")).CreateVisibilityAttr(
-                    UsdGeom.Tokens.invisible)
+        with variants.GetVariantEditContext():
+            UsdGeom.Imageable(stage.OverridePrim(f"/World/{prim_name}")).CreateVisibilityAttr(
+                UsdGeom.Tokens.invisible)
     variants.SetVariantSelection(selection)
 
 

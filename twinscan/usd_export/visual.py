@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import trimesh
-from pxr import Sdf, Usd, UsdGeom, UsdShade, Vt
+from pxr import Sdf, Usd, UsdGeom, UsdShade
 
 from twinscan.atomic import atomic_path
 from twinscan.errors import TwinscanError
-from twinscan.usd_export.meshes import author_mesh
+from twinscan.usd_export.meshes import author_indexed_primvar, author_mesh
 
 
 def author_visual(stage: Usd.Stage, root: str, mesh: trimesh.Trimesh, texture_asset: str | None) -> UsdShade.Material:
@@ -21,10 +21,10 @@ def author_visual(stage: Usd.Stage, root: str, mesh: trimesh.Trimesh, texture_as
     `copy_texture` has put it there; without one the material shows the vertex colours, if any.
     """
     UsdGeom.Xform.Define(stage, root)
-    usd_mesh = author_mesh(stage, f"{root}/Mesh", mesh)
+    usd_mesh, repaired = author_mesh(stage, f"{root}/Mesh", mesh)
     colours = _vertex_colours(mesh)
     if colours is not None:
-        usd_mesh.CreateDisplayColorPrimvar(UsdGeom.Tokens.vertex).Set(Vt.Vec3fArray.FromNumpy(colours))
+        author_indexed_primvar(usd_mesh, "displayColor", Sdf.ValueTypeNames.Color3fArray, colours[repaired.source])
 
     UsdGeom.Scope.Define(stage, f"{root}/Looks")
     material = UsdShade.Material.Define(stage, f"{root}/Looks/Surface")
@@ -38,9 +38,8 @@ def author_visual(stage: Usd.Stage, root: str, mesh: trimesh.Trimesh, texture_as
         if uv is None or len(uv) != len(mesh.vertices):
             raise TwinscanError("the visual mesh has a texture but no per-vertex UVs",
                                 "export the textured mesh with its UVs (OBJ with vt, or PLY with texcoords)")
-        UsdGeom.PrimvarsAPI(usd_mesh).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray,
-                                                    UsdGeom.Tokens.vertex).Set(
-            Vt.Vec2fArray.FromNumpy(np.asarray(uv, dtype=np.float32)))
+        author_indexed_primvar(usd_mesh, "st", Sdf.ValueTypeNames.TexCoord2fArray,
+                               np.asarray(uv, dtype=np.float32)[repaired.source])
         reader = UsdShade.Shader.Define(stage, f"{root}/Looks/Surface/StReader")
         reader.CreateIdAttr("UsdPrimvarReader_float2")
         reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
@@ -48,14 +47,17 @@ def author_visual(stage: Usd.Stage, root: str, mesh: trimesh.Trimesh, texture_as
         image.CreateIdAttr("UsdUVTexture")
         image.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(texture_asset)
         image.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
-        image.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(reader.ConnectableAPI(), "result")
-        diffuse.ConnectToSource(image.ConnectableAPI(), "rgb")
+        image.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
+            reader.CreateOutput("result", Sdf.ValueTypeNames.Float2))
+        # UsdUVTexture's outputs:rgb is float3 in its shader definition (MaterialUsdPreviewSurfaceChecker);
+        # connecting float3 to the color3f diffuseColor is allowed, the outputs must keep their own type.
+        diffuse.ConnectToSource(image.CreateOutput("rgb", Sdf.ValueTypeNames.Float3))
     elif colours is not None:
         # A preview surface cannot read displayColor without a primvar reader; give it one.
         reader = UsdShade.Shader.Define(stage, f"{root}/Looks/Surface/ColorReader")
         reader.CreateIdAttr("UsdPrimvarReader_float3")
         reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("displayColor")
-        diffuse.ConnectToSource(reader.ConnectableAPI(), "result")
+        diffuse.ConnectToSource(reader.CreateOutput("result", Sdf.ValueTypeNames.Float3))
     else:
         diffuse.Set((0.6, 0.6, 0.6))
     UsdShade.MaterialBindingAPI.Apply(usd_mesh.GetPrim()).Bind(material)
