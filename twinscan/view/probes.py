@@ -1,0 +1,92 @@
+"""The physics probes for the viewer: where `twinscan check` left them, when it recorded that; else
+where it drops them and the height they must rest at (planned from the colliders as the check plans
+them), with the check's recorded counts.
+
+The check stage writes `check/probes.json` (`CheckReport.to_dict()`: its `probes` list with each
+`rest_position`); workspaces checked before it did have only the counts in manifest.json.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twinscan.check.stage import PROBES
+from twinscan.view.meshes import Triangles
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    centre: tuple[float, float, float]  # the cube's centre: at rest (recorded) or resting on its surface (planned)
+    outcome: str  # rested / hovered / fell_through / unsettled, or "planned"
+
+
+@dataclass(frozen=True)
+class Probes:
+    probes: list[Probe]
+    size_m: float
+    recorded: bool  # True: rest positions from the physics run; False: planned sites only
+    summary: str  # one line for the panel
+
+
+def _check_figures(manifest: dict[str, Any]) -> dict[str, Any]:
+    return ((manifest.get("stages") or {}).get("check") or {}).get("figures") or {}
+
+
+def recorded_summary(manifest: dict[str, Any]) -> str:
+    figures = _check_figures(manifest)
+    if not figures:
+        return "twinscan check has not run on this workspace"
+    if not figures.get("physics_run"):
+        return "twinscan check ran without physics (no probes dropped)"
+    return (f"check: {figures.get('probes_rested', 0)}/{figures.get('probes', 0)} probes rested, worst "
+            f"{100 * float(figures.get('worst_rest_error_m', 0.0)):.1f} cm")
+
+
+def load_recorded(path: Path, size_m: float) -> list[Probe] | None:
+    if not path.is_file():
+        return None
+    content = json.loads(path.read_text())
+    return [Probe(str(p["name"]), tuple(float(v) for v in p["rest_position"]), str(p.get("outcome", "rested")))
+            for p in content.get("probes", [])]
+
+
+def plan_probes(colliders: list[Triangles], size_m: float, params: dict[str, Any]) -> list[Probe]:
+    """The sites `twinscan check` drops probes on (same planner, same settings), each resting on its surface."""
+    import trimesh
+
+    from twinscan.check.config import CheckConfig
+    from twinscan.check.probes import floor_extent, height_map, plan_probe_sites
+
+    parts = [trimesh.Trimesh(mesh.vertices, mesh.faces, process=False) for mesh in colliders if mesh.count]
+    if not parts:
+        return []
+    mesh = trimesh.util.concatenate(parts)
+    known = {name: params[name] for name in CheckConfig.__dataclass_fields__ if name in params}
+    config = CheckConfig(**{**known, "kernel_cache_dir": None})
+    floor = floor_extent(mesh, tolerance=config.rest_tolerance_m)
+    area = floor if floor is not None else np.asarray(mesh.bounds)[:, :2]
+    heights = height_map(mesh, area, config.height_map_cell_m)
+    sites = plan_probe_sites(heights, config.probe_size_m, config.probe_spacing_m, config.max_probes,
+                             floor_tolerance=config.rest_tolerance_m)
+    return [Probe(site.name, (site.xy[0], site.xy[1], site.surface_z + size_m / 2), "planned") for site in sites]
+
+
+def load_probes(root: Path, manifest: dict[str, Any], colliders: list[Triangles]) -> Probes:
+    record = (manifest.get("stages") or {}).get("check") or {}
+    params = record.get("params") or {}
+    size = float(params.get("probe_size_m", 0.2))
+    summary = recorded_summary(manifest)
+    recorded = load_recorded(root / PROBES, size)
+    if recorded is not None:
+        return Probes(recorded, size, True, summary + " (shown where they came to rest)")
+    planned = plan_probes(colliders, size, params)
+    if not planned:
+        return Probes([], size, False, summary)
+    return Probes(planned, size, False,
+                  summary + "; rest positions are not recorded, so the probes are shown where the check "
+                  "drops them, at the height they must rest at")

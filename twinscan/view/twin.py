@@ -1,0 +1,106 @@
+"""Everything the viewer shows, loaded from a workspace into plain arrays (no viser here)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from twinscan.gaussians import read_ply
+from twinscan.view.cameras import CaptureCamera, load_cameras
+from twinscan.view.meshes import (COLLISION, CONFIDENCE, FLOOR, VISUAL_GLB, ColouredPart, Triangles, collider_parts,
+                                  load_confidence, load_triangles)
+from twinscan.view.source import SPLATS, workspace_root
+from twinscan.view.splats import DEFAULT_MAX_SPLATS, SplatLayer, splat_layer
+from twinscan.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Marker:
+    label: str  # e.g. "marker 0 (4x4_50)"
+    marker_id: int
+    dictionary: str
+    size_m: float
+    centre_z_m: float
+
+
+@dataclass(frozen=True)
+class TwinView:
+    root: Path
+    manifest: dict[str, Any]
+    splats: SplatLayer
+    visual_glb: bytes | None
+    colliders: Triangles | None
+    collider_parts: list[ColouredPart]
+    confidence_coloured: bool
+    floor: Triangles | None
+    cameras: list[CaptureCamera]
+    marker: Marker | None
+    metric: bool  # False: the capture had no scale source, lengths are in arbitrary units
+    origin: str  # what the twin's x, y and yaw hang on (manifest world.origin)
+
+    @property
+    def collider_meshes(self) -> list[Triangles]:
+        return [mesh for mesh in (self.colliders, self.floor) if mesh is not None]
+
+    def notices(self) -> list[str]:
+        notices = []
+        if (notice := self.splats.notice()) is not None:
+            notices.append(notice)
+        if not self.metric:
+            notices.append("scale: arbitrary (no marker or --scale at capture): the grid's cells are not metres")
+        if self.colliders is None:
+            notices.append("no collision mesh yet: run `twinscan mesh` for colliders and the floor slab")
+        return notices
+
+
+def _marker(manifest: dict[str, Any]) -> Marker | None:
+    origin = str((manifest.get("world") or {}).get("origin", ""))
+    sfm = (manifest.get("stages") or {}).get("sfm") or {}
+    params, figures = sfm.get("params") or {}, sfm.get("figures") or {}
+    if not origin.startswith("marker ") or not params.get("marker_size"):
+        return None
+    try:
+        marker_id = int(origin.split()[1])
+    except (IndexError, ValueError):
+        return None
+    dictionary = str(params.get("marker_dict", "4x4_50"))
+    return Marker(f"{origin} ({dictionary}, {float(params['marker_size']):.2f} m)", marker_id, dictionary,
+                  float(params["marker_size"]), float(figures.get("marker_centre_z_m", 0.0)))
+
+
+def load_twin(path: Path, max_splats: int = DEFAULT_MAX_SPLATS) -> TwinView:
+    """Read the workspace (or the workspace of a twin.usda) that `path` names. Raises TwinscanError."""
+    root = workspace_root(Path(path))
+    manifest = Workspace(root).manifest()
+    splats = splat_layer(read_ply(root / SPLATS), max_splats)
+    colliders = load_triangles(root / COLLISION)
+    confidence = load_confidence(root / CONFIDENCE, colliders.count) if colliders is not None else None
+    visual = root / VISUAL_GLB
+    world = manifest.get("world") or {}
+    return TwinView(
+        root=root, manifest=manifest, splats=splats,
+        visual_glb=visual.read_bytes() if visual.is_file() else None,
+        colliders=colliders,
+        collider_parts=collider_parts(colliders, confidence) if colliders is not None else [],
+        confidence_coloured=confidence is not None,
+        floor=load_triangles(root / FLOOR),
+        cameras=load_cameras(root),
+        marker=_marker(manifest),
+        metric=world.get("scale") == "metric" or (world.get("scale") is None and world.get("scale_source") not in (None, "none")),
+        origin=str(world.get("origin", "unknown")),
+    )
+
+
+def describe(view: TwinView) -> dict[str, Any]:
+    """Counts for the panel and the command's summary line."""
+    return {"splats_shown": view.splats.shown, "splats_total": view.splats.total,
+            "collider_faces": view.colliders.count if view.colliders is not None else 0,
+            "floor_slab": view.floor is not None, "visual_mesh": view.visual_glb is not None,
+            "cameras": len(view.cameras), "marker": view.marker.label if view.marker else None,
+            "metric": view.metric}
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.is_file() else None
