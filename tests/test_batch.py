@@ -30,10 +30,11 @@ from twinscan.pipeline import CaptureOptions
 from twinscan.synth import PRESETS, load_ground_truth, make_capture
 from twinscan.workspace import STAGE_ORDER, Workspace
 
-# Smoke quality keeps few frames of a tiny capture, so SfM registers a varying share of them (seed 1:
-# 2/23, seed 2: 9/26, seed 3: 14-19/23-24): a lower bar keeps this test about batching, not SfM.
+# Since the generator makes the same video in every process, smoke SfM registers 34/34 (seed 0) and
+# 35/38 (seed 3) of these tiny captures, also at load average 8-11 (docs/benchmarks.md): the stage's own
+# 60 % bar applies. (While the videos varied, seed 3 gave 14-19/23-24 and needed a 40 % bar.)
 SEEDS = (0, 3)
-OPTIONS = CaptureOptions(quality="smoke", marker_size=0.3, min_registered=0.4)
+OPTIONS = CaptureOptions(quality="smoke", marker_size=0.3)
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import typer
 from typer.testing import CliRunner
 
 from twinscan.cli.app import app
+from twinscan.cli.errors import user_errors
+from twinscan.errors import TwinscanError
 
 runner = CliRunner()
 
@@ -86,3 +89,71 @@ def test_info_tells_a_killed_stage_from_a_running_one(tmp_path: Path) -> None:
     assert while_running.exit_code == after_kill.exit_code == 0
     assert "running" in while_running.output and "interrupted" not in while_running.output
     assert "interrupted" in after_kill.output and "resume" in after_kill.output, after_kill.output
+
+
+BRACKETS = "cell [take 2] [/b]"  # rich markup would eat `[take 2]` and raise MarkupError on `[/b]`
+
+
+def test_help_text_is_shown_as_written() -> None:
+    result = runner.invoke(app, ["check", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "twinscan[physics]" in result.output
+
+
+def test_a_path_with_square_brackets_is_printed_as_written(tmp_path: Path) -> None:
+    folder = tmp_path / BRACKETS
+    folder.mkdir(parents=True)  # `[/b]` makes the folder `b]` inside `cell [take 2] [`
+    video = folder / "cell [take 2].mp4"
+    video.write_text("not a video\n")
+    result = subprocess.run([sys.executable, "-m", "twinscan.cli.app", "capture", str(video), "-o",
+                             str(tmp_path / "out [/b]"), "-q", "smoke"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: stage 'frames' failed: {video} cannot be read as a video"), lines[0]
+    assert "Traceback" not in result.stderr and "MarkupError" not in result.stderr
+
+
+def test_hints_and_warnings_keep_their_square_brackets(tmp_path: Path) -> None:
+    from twinscan import optional
+    from twinscan.workspace import Workspace
+
+    with Workspace(tmp_path).run_stage("frames", {}, {}, {}) as run:
+        run.warnings.append(f"{BRACKETS}.mp4: kept [1/2] frames")
+    info = runner.invoke(app, ["info", str(tmp_path)])
+    assert info.exit_code == 0, info.output
+    assert f"warning (frames): {BRACKETS}.mp4: kept [1/2] frames" in info.output
+
+    @user_errors
+    def needs_ray() -> None:
+        raise TwinscanError("the ray executor needs Ray", optional.RAY_HINT)
+
+    cli = typer.Typer()
+    cli.command()(needs_ray)
+    result = runner.invoke(cli, [])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: the ray executor needs Ray -- pip install 'twinscan[ray]'"
+
+
+def test_a_bad_option_is_refused_before_any_stage_runs(tmp_path: Path) -> None:
+    """`--marker-size` is the sfm stage's, but it is checked before frames decodes anything."""
+    video = Path(__file__).resolve().parent.parent / "samples" / "factory_cell" / "video.mp4"
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "twinscan.cli.app", "capture", str(video), "-o", str(out),
+                             "-q", "smoke", "--marker-size", "-1"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == ["error: --marker-size must be positive (got -1.0) -- give the printed marker's black square "
+                     "side in metres, e.g. 0.30"], result.stderr
+    assert not (out / "frames").exists() and not (out / "manifest.json").exists()
+
+
+def test_a_batch_with_a_bad_option_starts_no_capture(tmp_path: Path) -> None:
+    import pytest
+
+    from twinscan.batch import run_batch
+    from twinscan.pipeline import CaptureOptions
+
+    with pytest.raises(TwinscanError, match="--max-frames 1 is too few"):
+        run_batch([tmp_path / "a.mp4"], tmp_path / "out", CaptureOptions(quality="smoke", max_frames=1))
+    assert not (tmp_path / "out").exists()

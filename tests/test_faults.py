@@ -313,23 +313,25 @@ def test_runs_killed_in_frames_and_sfm_resume_to_the_reference_frames_and_poses(
     for name in ("frames", "frames.json"):  # deterministic: byte for byte
         assert _same_bytes(out / name, reference.out / name), name
     assert _figures(manifest, "frames") == _figures(reference.manifest, "frames")
+    # SfM from the same frames numbers its images and verifies its pairs the same in every run now
+    # (test_sfm: concurrent processes). Before, under load, a resumed run registered 28 of 34 frames
+    # where the reference registered 34. Of about 45 runs since, 30 raw-SfM runs side by side under load
+    # and most stage runs were bit for bit the same; three stage runs under load came out a little
+    # different: 1,427, 1,398 and 1,383 points of 1,431 (3.4 % at most), focal 0.2 % at most, poses
+    # 0.024 % of the track and 0.07 degrees apart at most. Cause not found (suspect: CPU SIFT matching's
+    # threaded FAISS search; brute force is 12 times slower). The bounds sit above that spread.
     sfm, expected = _figures(manifest, "sfm"), _figures(reference.manifest, "sfm")
-    assert abs(sfm["registered"] - expected["registered"]) <= 2
-    # (not floor_found: whether RANSAC finds this tiny arbitrary-scale capture's floor among its ~1000 sparse
-    # points varies between uninterrupted runs too, with pycolmap's threads; a CI run found it in one of two)
-    assert sfm["scale_source"] == expected["scale_source"]
-    assert _close(sfm["points3d"], expected["points3d"], 0.15)
-    assert _close(sfm["focal_px"], expected["focal_px"], 0.03)
+    assert (sfm["registered"], sfm["total"], sfm["scale_source"]) == \
+        (expected["registered"], expected["total"], expected["scale_source"])
+    assert _close(sfm["points3d"], expected["points3d"], 0.06) and _close(sfm["focal_px"], expected["focal_px"], 0.01)
     assert sfm["mean_reprojection_error_px"] < 1.0
-    # the same camera track up to the gauge (arbitrary without a marker); two uninterrupted runs
-    # differed by 1.4% of the track's extent and 3.1 degrees on average (pycolmap's threads)
     from twinscan.recon.sfm.evaluate import pose_error
 
     poses, expected_poses = _world_from_cam(out), _world_from_cam(reference.out)
-    common = sorted(poses.keys() & expected_poses.keys())
-    assert len(common) >= 0.8 * len(expected_poses)
-    error = pose_error(np.stack([poses[n] for n in common]), np.stack([expected_poses[n] for n in common]))
-    assert error.relative_rmse < 0.05 and error.rotation_mean_deg < 6.0, error
+    assert poses.keys() == expected_poses.keys()
+    names = sorted(poses)
+    error = pose_error(np.stack([poses[n] for n in names]), np.stack([expected_poses[n] for n in names]))
+    assert error.relative_rmse < 0.002 and error.rotation_mean_deg < 0.5, error
     model = [name for name in _files(out / "sfm") if not name.startswith("undistorted/images/")]
     assert model == [name for name in _files(reference.out / "sfm") if not name.startswith("undistorted/images/")]
 
@@ -354,11 +356,10 @@ def test_runs_killed_in_every_later_stage_resume_to_the_reference_outputs(
 
     mesh, expected = _figures(manifest, "mesh"), _figures(reference.manifest, "mesh")
     assert mesh["views"] == expected["views"] and mesh["voxel_size_m"] == expected["voxel_size_m"]
-    # open3d's RANSAC runs threaded, so on this tiny arbitrary-scale capture the floor plane it finds
-    # varies run to run (tilt 0.10 or 0.54 degrees), and with it the faces cut off past the floor's
-    # footprint (2,070 or 6,067 of 69,864): the face counts of two whole runs differed by 6-7 %.
-    # (The floor plane is now refit by least squares and repeats; this bound was not re-measured since.)
-    # The geometry is held to a voxel below.
+    # open3d's RANSAC ran threaded, so on this tiny arbitrary-scale capture the floor plane it found
+    # varied run to run (tilt 0.10 or 0.54 degrees; heights 7.6 cm apart in one CI run), and with it the
+    # faces cut off past the floor's footprint: face counts of two whole runs differed by 6-7 %. The floor
+    # now starts level at the busiest height; these bounds were not re-measured since.
     assert _close(mesh["raw_faces"], expected["raw_faces"], 0.05)  # the fusion itself: 0 faces apart there
     for key in ("visual_faces", "collision_faces"):
         assert _close(mesh[key], expected[key], MESH_FACES_REL), key

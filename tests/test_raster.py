@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -220,7 +218,6 @@ def test_bad_inputs_are_reported():
         rasterize(scene["means"], scene["quats"][:, :3], *args[2:])
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a GPU")
 def test_cuda_is_not_claimed_without_a_gpu():
-    if not torch.cuda.is_available():
-        assert cuda_available() is False
-    assert math.isfinite(float(cuda_available()))
+    assert cuda_available() is False

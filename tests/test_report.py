@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html import escape as html_escape
 from pathlib import Path
 
 import numpy as np
@@ -27,15 +28,9 @@ BROKEN = "could not be drawn"
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
-    """The tiny synthetic walkthrough through every stage (smoke quality), as a user runs it."""
-    from twinscan.synth import PRESETS, make_capture
-
-    root = tmp_path_factory.mktemp("report")
-    truth = make_capture(PRESETS["tiny"], root / "capture")
-    subprocess.run([sys.executable, "-m", "twinscan.cli.app", "capture", str(truth.video_path), "-o", str(root / "out"),
-                    "-q", "smoke", "--marker-size", "0.3"], check=True, capture_output=True, timeout=900)
-    return Workspace(root / "out")
+def finished(smoke_capture: Path) -> Workspace:
+    """The tiny synthetic walkthrough through every stage (smoke quality), as a user runs it (conftest)."""
+    return Workspace(smoke_capture)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +77,7 @@ def test_finished_report_is_self_contained_and_complete(finished: Workspace, fin
     heldout = len(list(finished.path("splats/heldout").glob("*.png")))
     assert _section(html, "frames").count("<img") == min(frames_kept, 40)
     assert _section(html, "heldout").count("<img") == 3 * min(heldout, 6)  # render, photo, error per view
-    assert _section(html, "mesh").count("<img") == 2
+    assert _section(html, "mesh").count("<img") == 3  # visual, collision, collider confidence
     assert _section(html, "check").count('src="data:image/png') == 1  # probes.png
     assert _section(html, "plan").count("<svg") == 1
     for record in manifest["stages"].values():  # every warning, word for word
@@ -130,6 +125,23 @@ def _sharpness(rgb: np.ndarray) -> float:
 
 
 # ---- stages that did not finish -------------------------------------------------------------------------------
+
+def test_the_mesh_section_says_where_the_collider_is_uncertain(finished: Workspace, finished_html: str) -> None:
+    """The per-face confidence is drawn and put in words that match the mesh stage's figures."""
+    from twinscan.report.sections import confidence_in_words
+
+    summary = finished.stage_record("mesh")["figures"]["collision_confidence"]
+    confidence = np.load(finished.path("mesh/collision_confidence.npy"))
+    collision = trimesh.load(finished.path("mesh/collision.obj"), process=False, force="mesh")
+    assert len(confidence) == len(collision.faces) and 0 <= confidence.min() <= confidence.max() <= 1
+    uncertain = float(collision.area_faces[confidence < 0.5].sum() / collision.area)
+    assert summary["uncertain_share"] == pytest.approx(uncertain, abs=2e-4)
+    mesh = _section(finished_html, "mesh")
+    assert "collider confidence" in mesh and html_escape(confidence_in_words(summary)) in mesh
+    check = _section(finished_html, "check")
+    assert "NVIDIA Asset Validator</td><td>0 failures / 0 warnings" in check
+    assert confidence_in_words({**summary, "uncertain_share": 0.0}).startswith("Every part")
+
 
 def test_report_after_a_failed_mesh_stage(finished: Workspace, tmp_path: Path) -> None:
     ws = _copy(finished, tmp_path / "failed")

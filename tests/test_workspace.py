@@ -95,17 +95,22 @@ def test_full_disk_gives_a_clear_error_and_no_partial_file(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
-def test_second_process_on_the_same_workspace_is_refused(tmp_path: Path) -> None:
-    ws = Workspace(tmp_path)
-    script = textwrap.dedent(f"""
+def _try_to_lock(folder: Path) -> str:
+    """A script that takes the workspace lock in another process and prints what happened."""
+    return textwrap.dedent(f"""
         from twinscan.workspace import Workspace
         from twinscan.errors import TwinscanError
         try:
-            with Workspace({str(tmp_path)!r}).locked():
+            with Workspace({str(folder)!r}).locked():
                 print("acquired")
         except TwinscanError as error:
             print(error.one_line())
     """)
+
+
+def test_second_process_on_the_same_workspace_is_refused(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    script = _try_to_lock(tmp_path)
     with ws.locked():
         with ws.locked():  # re-entrant in the same process
             result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
@@ -128,3 +133,63 @@ def test_manifest_is_plain_json_with_versions(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "manifest.json").read_text())
     assert data["stages"]["frames"]["versions"] == {"twinscan": "0.1.0"}
     assert data["stages"]["frames"]["warnings"] == ["scale: arbitrary"]
+
+
+def test_the_lock_file_exists_only_while_a_run_holds_the_workspace(tmp_path: Path) -> None:
+    from twinscan.workspace import LOCK
+
+    ws = Workspace(tmp_path)
+    _finish_stage(ws, {"a": 1}, {"video": "x"})
+    assert not (tmp_path / LOCK).exists()  # a finished run: nothing left to travel with a copied folder
+    with pytest.raises(RuntimeError):
+        with ws.run_stage("sfm", {}, {}, versions={}):
+            assert (tmp_path / LOCK).read_text() == f"{os.getpid()}\n"
+            raise RuntimeError("the stage failed")
+    assert not (tmp_path / LOCK).exists()  # a failed one neither
+    assert ws.stage_record("sfm")["status"] == "failed" and not ws.in_use()
+    assert not (tmp_path / LOCK).exists()  # asking whether it is in use does not make one
+
+
+def test_a_process_waiting_on_a_released_lock_file_does_not_share_the_workspace(tmp_path: Path) -> None:
+    """The race removal opens: B opened the lock file before A removed it and locks it after; C makes a
+    new file meanwhile. Only one of B and C may hold the workspace."""
+    import fcntl
+
+    from twinscan.workspace import LOCK, _still_at, _take_lock
+
+    with Workspace(tmp_path).locked():  # A
+        waiting = open(tmp_path / LOCK, "a+")  # B opens the file while A holds the workspace
+        assert _still_at(tmp_path / LOCK, waiting)
+    # A released: removed the file, then unlocked. B's flock now succeeds, on a file no longer at the path:
+    fcntl.flock(waiting, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert not _still_at(tmp_path / LOCK, waiting)  # so B's take starts again instead of proceeding
+    holder = _take_lock(tmp_path / LOCK)  # C makes a new file and holds it
+    assert holder is not None and _still_at(tmp_path / LOCK, holder)
+    assert not _still_at(tmp_path / LOCK, waiting)  # B, looking again, finds C's file, not its own
+    fcntl.flock(waiting, fcntl.LOCK_UN)
+    waiting.close()
+    script = _try_to_lock(tmp_path)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert "another twinscan run is using" in result.stdout  # C holds the file at the path
+    holder.close()
+
+
+def test_a_batch_leaves_no_lock_and_a_failed_one_no_batch_file(tmp_path: Path) -> None:
+    from twinscan.batch import BATCH_FILE, LocalExecutor, run_batch
+    from twinscan.pipeline import CaptureOptions
+    from twinscan.workspace import LOCK
+
+    options = CaptureOptions(quality="smoke")
+    root = tmp_path / "twins"
+    results = run_batch([tmp_path / "missing.mp4"], root, options, LocalExecutor(workers=1), retries=0)
+    assert [(r.status, r.error) for r in results] == [("failed", f"{tmp_path / 'missing.mp4'} does not exist -- "
+                                                                 "check the path to the walkthrough video")]
+    assert sorted(p.name for p in root.iterdir()) == [BATCH_FILE, "logs"]  # no .twinscan.lock
+    record = (root / BATCH_FILE).read_bytes()
+
+    with pytest.raises(TwinscanError, match="--workers 0 runs nothing"):  # the executor fails before any capture
+        run_batch([tmp_path / "missing.mp4"], root, options, LocalExecutor(workers=0))
+    assert (root / BATCH_FILE).read_bytes() == record and not (root / LOCK).exists()  # as it was
+    with pytest.raises(TwinscanError, match="--workers 0 runs nothing"):
+        run_batch([tmp_path / "missing.mp4"], tmp_path / "new", options, LocalExecutor(workers=0))
+    assert list((tmp_path / "new").iterdir()) == []  # neither batch.json nor the lock

@@ -18,7 +18,11 @@ from twinscan.presets import get_preset
 from twinscan.workspace import Workspace
 
 if TYPE_CHECKING:
+    from twinscan.frames import FramesConfig
+    from twinscan.meshing import MeshConfig
     from twinscan.recon.sfm import SfmConfig
+    from twinscan.recon.splats import SplatsConfig
+    from twinscan.usd_export.stage import UsdConfig
 
 
 @dataclass(frozen=True)
@@ -38,13 +42,15 @@ class CaptureOptions:
     usdz: bool = False
     half: bool = False
     physics: bool = True
+    static_friction: float = 0.6  # the colliders' UsdPhysics material (UsdConfig's defaults: a plant floor)
+    dynamic_friction: float = 0.5
+    restitution: float = 0.1
 
 
-def run_frames_stage(ws: Workspace, video: Path, options: CaptureOptions) -> dict[str, Any]:
-    from twinscan.frames import FramesConfig, run_frames
+def frames_config(options: CaptureOptions) -> FramesConfig:
+    from twinscan.frames import FramesConfig
 
-    config = FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)
-    return run_frames(ws, video, config, force=options.force)
+    return FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)
 
 
 def sfm_config(options: CaptureOptions) -> SfmConfig:
@@ -55,10 +61,63 @@ def sfm_config(options: CaptureOptions) -> SfmConfig:
         marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered)
 
 
-def run_sfm_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
+def splats_config(options: CaptureOptions) -> SplatsConfig:
+    from twinscan.recon.splats import SplatsConfig
+
+    return SplatsConfig.from_preset(get_preset(options.quality), device=options.device)
+
+
+def mesh_config(options: CaptureOptions) -> MeshConfig:
+    from twinscan.meshing import MeshConfig
+
+    return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex)
+
+
+def usd_config(options: CaptureOptions) -> UsdConfig:
+    from twinscan.usd_export.stage import UsdConfig
+
+    return UsdConfig(half_precision=options.half, usdz=options.usdz, static_friction=options.static_friction,
+                     dynamic_friction=options.dynamic_friction, restitution=options.restitution)
+
+
+@dataclass(frozen=True)
+class StageConfigs:
+    """Every stage's config, built from one set of options."""
+
+    frames: FramesConfig
+    sfm: SfmConfig
+    splats: SplatsConfig
+    mesh: MeshConfig
+    usd: UsdConfig
+
+
+def stage_configs(options: CaptureOptions) -> StageConfigs:
+    """Build (and so check) every stage's config from the options, before any stage runs.
+
+    The one place a run's options are checked: a bad one (`--marker-size -1`, `--device cuda` on a
+    machine without a usable GPU) is one TwinscanError here, before anything is decoded or written,
+    not a failure after the stages before the one that reads it have run.
+    """
+    configs = StageConfigs(frames=frames_config(options), sfm=sfm_config(options), splats=splats_config(options),
+                           mesh=mesh_config(options), usd=usd_config(options))
+    if options.device == "cuda":
+        from twinscan.recon.splats import select_backend
+
+        select_backend(configs.splats.device, configs.splats.strategy)  # raises when CUDA is not usable
+    return configs
+
+
+def run_frames_stage(ws: Workspace, video: Path, options: CaptureOptions,
+                     config: FramesConfig | None = None) -> dict[str, Any]:
+    from twinscan.frames import run_frames
+
+    return run_frames(ws, video, config or frames_config(options), force=options.force)
+
+
+def run_sfm_stage(ws: Workspace, options: CaptureOptions, config: SfmConfig | None = None) -> dict[str, Any]:
     from twinscan.recon.sfm import run_sfm
 
-    return run_sfm(ws, sfm_config(options), force=options.force)
+    return run_sfm(ws, config or sfm_config(options), force=options.force)
 
 
 def import_sfm_stage(ws: Workspace, options: CaptureOptions, from_colmap: Path | None = None,
@@ -71,24 +130,22 @@ def import_sfm_stage(ws: Workspace, options: CaptureOptions, from_colmap: Path |
     return import_transforms(ws, from_transforms, sfm_config(options))
 
 
-def run_splats_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
-    from twinscan.recon.splats import SplatsConfig, run_splats
+def run_splats_stage(ws: Workspace, options: CaptureOptions, config: SplatsConfig | None = None) -> dict[str, Any]:
+    from twinscan.recon.splats import run_splats
 
-    return run_splats(ws, SplatsConfig.from_preset(get_preset(options.quality), device=options.device),
-                      force=options.force)
-
-
-def run_mesh_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
-    from twinscan.meshing import MeshConfig, run_mesh
-
-    return run_mesh(ws, MeshConfig.from_preset(get_preset(options.quality), convex=options.convex),
-                    force=options.force)
+    return run_splats(ws, config or splats_config(options), force=options.force)
 
 
-def run_usd_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
-    from twinscan.usd_export.stage import UsdConfig, run_usd
+def run_mesh_stage(ws: Workspace, options: CaptureOptions, config: MeshConfig | None = None) -> dict[str, Any]:
+    from twinscan.meshing import run_mesh
 
-    return run_usd(ws, UsdConfig(half_precision=options.half, usdz=options.usdz), force=options.force)
+    return run_mesh(ws, config or mesh_config(options), force=options.force)
+
+
+def run_usd_stage(ws: Workspace, options: CaptureOptions, config: UsdConfig | None = None) -> dict[str, Any]:
+    from twinscan.usd_export.stage import run_usd
+
+    return run_usd(ws, config or usd_config(options), force=options.force)
 
 
 def run_check_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
@@ -100,16 +157,16 @@ def run_check_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
 @dataclass(frozen=True)
 class StageStep:
     name: str
-    run: Callable[[Workspace, Path, CaptureOptions], dict[str, Any]]
+    run: Callable[[Workspace, Path, CaptureOptions, StageConfigs], dict[str, Any]]
 
 
 CAPTURE_STEPS: tuple[StageStep, ...] = (
-    StageStep("frames", lambda ws, video, options: run_frames_stage(ws, video, options)),
-    StageStep("sfm", lambda ws, video, options: run_sfm_stage(ws, options)),
-    StageStep("splats", lambda ws, video, options: run_splats_stage(ws, options)),
-    StageStep("mesh", lambda ws, video, options: run_mesh_stage(ws, options)),
-    StageStep("usd", lambda ws, video, options: run_usd_stage(ws, options)),
-    StageStep("check", lambda ws, video, options: run_check_stage(ws, options)),
+    StageStep("frames", lambda ws, video, options, configs: run_frames_stage(ws, video, options, configs.frames)),
+    StageStep("sfm", lambda ws, video, options, configs: run_sfm_stage(ws, options, configs.sfm)),
+    StageStep("splats", lambda ws, video, options, configs: run_splats_stage(ws, options, configs.splats)),
+    StageStep("mesh", lambda ws, video, options, configs: run_mesh_stage(ws, options, configs.mesh)),
+    StageStep("usd", lambda ws, video, options, configs: run_usd_stage(ws, options, configs.usd)),
+    StageStep("check", lambda ws, video, options, configs: run_check_stage(ws, options)),
 )
 
 
@@ -121,6 +178,7 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
     with the same inputs and parameters, so nothing ran."""
     if not video.exists():
         raise TwinscanError(f"{video} does not exist", "check the path to the walkthrough video")
+    configs = stage_configs(options)  # every option checked before any stage runs or the workspace is touched
     from twinscan.report import write_report
 
     ws = Workspace(out)
@@ -132,7 +190,7 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
                 started = time.time()
                 before = ws.stage_record(step.name)
                 try:
-                    results[step.name] = step.run(ws, video, options)
+                    results[step.name] = step.run(ws, video, options, configs)
                 except TwinscanError as error:
                     raise TwinscanError(f"stage '{step.name}' failed: {error.what}", error.fix) from error
                 if on_stage:

@@ -28,6 +28,31 @@ STAGE_ORDER = ("frames", "sfm", "splats", "mesh", "usd", "check")
 _HELD_LOCKS: set[Path] = set()  # workspaces this process holds: nested `locked()` calls re-enter
 
 
+def _still_at(lock_path: Path, lock_file: Any) -> bool:
+    """True when `lock_path` still names the open `lock_file` (not removed, nor replaced by a new file)."""
+    try:
+        at_path = os.stat(lock_path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(lock_file.fileno())
+    return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _take_lock(lock_path: Path) -> Any:
+    """The open, flock-ed lock file at `lock_path`, or None while another process holds it (see
+    `Workspace.locked`)."""
+    while True:
+        lock_file = open(lock_path, "a+")
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_file.close()
+            return None
+        if _still_at(lock_path, lock_file):
+            return lock_file
+        lock_file.close()  # the holder removed it as it released: this lock guards nothing; again
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -131,31 +156,40 @@ class Workspace:
 
         Re-entrant within one process, so the CLI and the stage it calls may both ask for it.
         Taking it removes what a killed run was writing (temporary names), as nothing else writes now.
+
+        The lock is `flock` on OUT/.twinscan.lock, and the file exists only while a run holds it:
+        - take: open (create) the file, `flock` it (non-blocking: a holder means refuse), then check
+          that the path still names the file we locked; if the holder removed it meanwhile, we hold
+          the lock of a file no one else can find, so close it and start again with a fresh file;
+        - release: remove the file *while still holding the flock*, then unlock and close. Whoever
+          opened the old file before the removal and locks it after finds it no longer at the path
+          (above) and retries, so two processes never both believe they hold the workspace.
+        A run killed by SIGKILL leaves the file behind, unlocked: the next run takes it over and removes it.
         """
         self.root.mkdir(parents=True, exist_ok=True)
         key = self.root.resolve()
         if key in _HELD_LOCKS:
             yield self
             return
-        lock_file = open(self.root / LOCK, "a+")
-        try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock_file.close()
+        lock_path = self.root / LOCK
+        lock_file = _take_lock(lock_path)
+        if lock_file is None:
             raise TwinscanError(
                 f"another twinscan run is using {self.root}",
                 "wait for it to finish, or use another output folder",
-            ) from None
+            )
         lock_file.seek(0)
         lock_file.truncate()
         lock_file.write(f"{os.getpid()}\n")
         lock_file.flush()
-        atomic.remove_leftovers(self.root)
         _HELD_LOCKS.add(key)
         try:
+            atomic.remove_leftovers(self.root)
             yield self
         finally:
             _HELD_LOCKS.discard(key)
+            with contextlib.suppress(FileNotFoundError):
+                lock_path.unlink()  # still under the flock: see the protocol above
             fcntl.flock(lock_file, fcntl.LOCK_UN)
             lock_file.close()
 
@@ -163,9 +197,11 @@ class Workspace:
         """True while a twinscan process (this one included) holds the workspace's lock."""
         if self.root.resolve() in _HELD_LOCKS:
             return True
-        if not (self.root / LOCK).exists():
+        try:  # never create the file: it exists only while a run holds it (or after one was killed)
+            fd = os.open(self.root / LOCK, os.O_RDWR)
+        except FileNotFoundError:
             return False
-        with open(self.root / LOCK, "a+") as lock_file:
+        with os.fdopen(fd, "r+") as lock_file:
             try:
                 fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

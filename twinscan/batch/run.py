@@ -15,7 +15,7 @@ from twinscan.batch.attempt import Attempt, AttemptOutcome, log_path
 from twinscan.batch.executors import Executor, LocalExecutor
 from twinscan.batch.jobs import CaptureJob, plan_jobs
 from twinscan.errors import TwinscanError
-from twinscan.pipeline import CaptureOptions
+from twinscan.pipeline import CaptureOptions, stage_configs
 from twinscan.workspace import STAGE_ORDER, Workspace
 
 BATCH_FILE = "batch.json"
@@ -84,6 +84,7 @@ def run_batch(videos: Sequence[Path], root: Path, options: CaptureOptions, execu
     """
     if retries < 0:
         raise TwinscanError(f"--retries {retries} is negative", "use --retries 0 (no retries) or more")
+    stage_configs(options)  # a bad option fails the batch now, not every capture after its first stages
     root = root.absolute()
     log_dir = root / LOG_DIR
     jobs = plan_jobs(videos, root)
@@ -91,20 +92,37 @@ def run_batch(videos: Sequence[Path], root: Path, options: CaptureOptions, execu
                for job in jobs}
     ordered = [results[job.name] for job in jobs]
     with Workspace(root).locked():  # one batch per ROOT; each capture also locks its own workspace
+        batch_file = root / BATCH_FILE
+        before = batch_file.read_bytes() if batch_file.exists() else None
         _write_batch_file(root, options, retries, executor, ordered)
-        pending = deque(Attempt(job, 1) for job in jobs)
-        for attempt, outcome in executor.run(pending, options, log_dir):
-            result = results[attempt.job.name]
-            result.attempts = attempt.number
-            result.seconds = round(result.seconds + outcome.seconds, 3)
-            if not outcome.ok and outcome.retryable and attempt.number <= retries:
-                pending.append(Attempt(attempt.job, attempt.number + 1))
-                continue
-            _finish(result, attempt.job, outcome)
-            _write_batch_file(root, options, retries, executor, ordered)
-            if on_result:
-                on_result(result)
+        finished = 0
+        try:
+            pending = deque(Attempt(job, 1) for job in jobs)
+            for attempt, outcome in executor.run(pending, options, log_dir):
+                result = results[attempt.job.name]
+                result.attempts = attempt.number
+                result.seconds = round(result.seconds + outcome.seconds, 3)
+                if not outcome.ok and outcome.retryable and attempt.number <= retries:
+                    pending.append(Attempt(attempt.job, attempt.number + 1))
+                    continue
+                _finish(result, attempt.job, outcome)
+                finished += 1
+                _write_batch_file(root, options, retries, executor, ordered)
+                if on_result:
+                    on_result(result)
+        except BaseException:
+            if not finished:  # the executor failed before any capture ended (e.g. no Ray cluster): as before
+                _restore(batch_file, before)
+            raise
     return ordered
+
+
+def _restore(batch_file: Path, before: bytes | None) -> None:
+    """Put ROOT/batch.json back as it was before this run: absent, or the previous run's record."""
+    if before is None:
+        batch_file.unlink(missing_ok=True)
+    else:
+        atomic.write_bytes(batch_file, before)
 
 
 def _finish(result: CaptureResult, job: CaptureJob, outcome: AttemptOutcome) -> None:

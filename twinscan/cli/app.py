@@ -16,15 +16,15 @@ import typer
 from twinscan import __version__
 from twinscan.cli.batch import batch as batch_command
 from twinscan.cli.errors import user_errors
-from twinscan.cli.options import (Convex, Device, DeviceChoice, Force, Half, Mapper, MapperChoice, MarkerDict,
-                                  MarkerSize, MaxFrames, OutDir, Quality, QualityChoice, Scale, Usdz, VideoArg,
-                                  Workdir)
+from twinscan.cli.options import (Convex, Device, DeviceChoice, DynamicFriction, Force, Half, Mapper, MapperChoice,
+                                  MarkerDict, MarkerSize, MaxFrames, OutDir, Quality, QualityChoice, Restitution, Scale,
+                                  StaticFriction, Usdz, VideoArg, Workdir)
 from twinscan.cli.report import report as report_command
 from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
 from twinscan.errors import TwinscanError
 from twinscan.pipeline import (CaptureOptions, import_sfm_stage, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
                                run_splats_stage, run_usd_stage)
-from twinscan.progress import console
+from twinscan.progress import console, say
 from twinscan.workspace import Workspace
 
 app = typer.Typer(
@@ -32,7 +32,7 @@ app = typer.Typer(
     help="Turn a phone walkthrough video of a robot workcell into a simulation-ready OpenUSD digital twin.\n\n"
          "Example: twinscan capture walkthrough.mp4 -o cell_twin",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # help text is shown as written: `twinscan[physics]` is not rich markup
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -55,7 +55,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
             force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.incremental,
             marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
-            convex: Convex = False, usdz: Usdz = False, half: Half = False) -> None:
+            convex: Convex = False, usdz: Usdz = False, half: Half = False, static_friction: StaticFriction = 0.6,
+            dynamic_friction: DynamicFriction = 0.5, restitution: Restitution = 0.1) -> None:
     """Run every stage: video -> frames -> camera poses -> ... -> twin.
 
     Re-running resumes: finished stages are skipped.
@@ -64,14 +65,14 @@ def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previ
     """
     options = CaptureOptions(quality=quality.value, device=device.value, force=force, max_frames=max_frames,
                              mapper=mapper.value, marker_size=marker_size, marker_dict=marker_dict, scale=scale,
-                             convex=convex, usdz=usdz, half=half)
+                             convex=convex, usdz=usdz, half=half, static_friction=static_friction,
+                             dynamic_friction=dynamic_friction, restitution=restitution)
     timings: dict[str, float] = {}
 
     def on_stage(name: str, _figures: dict, seconds: float, skipped: bool) -> None:
         timings[name] = seconds
         if skipped:
-            console.print(f"{name}: skipped (finished before with the same inputs; --force redoes it)",
-                          highlight=False)
+            say(f"{name}: skipped (finished before with the same inputs; --force redoes it)")
 
     run_capture(video, out, options, on_stage=on_stage)
     print_capture_summary(Workspace(out), timings)
@@ -149,25 +150,31 @@ def usd(workdir: Workdir,
             help="Package a 3DGS .ply trained elsewhere (gsplat, nerfstudio, 3DGRUT) instead of OUT's splats.")] = None,
         mesh: Annotated[Optional[Path], typer.Option(
             help="With --from-ply: a collision mesh (OBJ/PLY/STL/GLB) in the same frame as the splats.")] = None,
-        usdz: Usdz = False, half: Half = False, force: Force = False) -> None:
+        usdz: Usdz = False, half: Half = False, force: Force = False, static_friction: StaticFriction = 0.6,
+        dynamic_friction: DynamicFriction = 0.5, restitution: Restitution = 0.1) -> None:
     """Write the OpenUSD twin OUT/twin.usda: splats, colliders, visual mesh, cameras (Z up, metres).
 
     Example: twinscan usd cell_twin --usdz
              twinscan usd cell_twin --from-ply point_cloud.ply --mesh collision.obj
     """
-    from twinscan.usd_export import ExportOptions, package_from_ply, validation_errors
+    from twinscan.usd_export import ExportOptions
+    from twinscan.usd_export.content import PhysicsMaterial
+    from twinscan.usd_export.from_ply import package_from_ply_workspace
 
     if from_ply is None:
         if mesh is not None:
             raise TwinscanError("--mesh only goes with --from-ply", "drop --mesh, or add --from-ply FILE.ply")
-        run_usd_stage(Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force))  # validates
+        run_usd_stage(Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force,
+                                                         static_friction=static_friction,
+                                                         dynamic_friction=dynamic_friction,
+                                                         restitution=restitution))  # validates
         written = workdir / "twin.usda"
     else:
-        with Workspace(workdir).locked():
-            written = package_from_ply(from_ply, workdir / "twin.usda", mesh_path=mesh,
-                                       options=ExportOptions(half_precision=half, usdz=usdz))
-        for line in validation_errors(written):
-            console.print(f"[red]validation[/] {line}", highlight=False)
+        written, warnings = package_from_ply_workspace(  # validates; records OUT's usd stage for `info`
+            workdir, from_ply, mesh, options=ExportOptions(half_precision=half, usdz=usdz),
+            physics_material=PhysicsMaterial(static_friction, dynamic_friction, restitution))
+        for line in warnings:
+            say(("warning", "yellow"), f" {line}")
     print_usd_summary(written)
 
 
@@ -187,11 +194,13 @@ def check(twin: Annotated[Path, typer.Argument(help="The twin's root layer, e.g.
 
     report = check_twin(twin, CheckConfig(physics=physics))
     for error in report.errors:
-        console.print(f"[red]error[/] {error}", highlight=False, soft_wrap=True)
+        say(("error", "red"), f" {error}")
+    for warning in report.warnings:
+        say(("warning", "yellow"), f" {warning}")
     if plot is not None and report.probes:
         plot_probes(report, plot)
     style = "green" if report.verdict else "red"
-    console.print(f"[bold {style}]{report.verdict_line}[/]", highlight=False, soft_wrap=True)
+    say((report.verdict_line, f"bold {style}"))
     if not report.verdict:
         raise typer.Exit(1)
 
@@ -211,6 +220,8 @@ def info(path: Annotated[Path, typer.Argument(help="A capture workspace folder, 
 
 app.command(name="report")(report_command)
 app.command(name="batch")(batch_command)
+from twinscan.cli.view import view as view_command  # noqa: E402
+app.command(name="view")(view_command)
 
 
 def main() -> None:

@@ -14,10 +14,10 @@ from twinscan.batch.run import LOG_DIR
 from twinscan.cli.options import (Convex, Device, DeviceChoice, Force, Half, Mapper, MapperChoice, MarkerDict, MarkerSize,
                               MaxFrames, Quality, QualityChoice, Scale, Usdz)
 from twinscan.cli.errors import user_errors
-from twinscan.cli.summary import format_figure
+from twinscan.figures import format_figure
 from twinscan.errors import TwinscanError
 from twinscan.pipeline import CaptureOptions
-from twinscan.progress import console, progress_bar
+from twinscan.progress import console, progress_bar, say, styled
 
 
 class ExecutorChoice(str, Enum):
@@ -31,21 +31,21 @@ _FIGURE_COLUMNS = {"frames_kept": "kept", "frames_registered": "posed", "scale_s
 
 def print_batch_summary(results: list[CaptureResult], root: Path) -> None:
     """One row per capture with its key figures; each failure's one-line error below the table."""
-    table = Table(title=f"twinscan batch {root}")
+    table = Table(title=styled(f"twinscan batch {root}"))
     for column in ("capture", "status", "tries", "seconds", *_FIGURE_COLUMNS.values()):
         table.add_column(column, no_wrap=column in ("capture", "status"))
     for result in results:
         style = "green" if result.status == "done" else "red"
         figures = [result.figures.get(key) for key in _FIGURE_COLUMNS]
-        table.add_row(result.name, f"[{style}]{result.status}[/]", str(result.attempts), f"{result.seconds:.0f}",
-                      *("" if value is None else format_figure(value) for value in figures))
+        table.add_row(styled(result.name), styled((result.status, style)), str(result.attempts), f"{result.seconds:.0f}",
+                      *("" if value is None else format_figure(value, key) for key, value in zip(_FIGURE_COLUMNS, figures)))
     console.print(table)
     for result in results:
         if result.error:
-            console.print(f"[red]{result.name}[/]: {result.error}", highlight=False, soft_wrap=True)
+            say((result.name, "red"), f": {result.error}")
     failed = sum(result.status != "done" for result in results)
-    verdict = f"[bold red]{failed} of {len(results)} failed[/]" if failed else f"[bold green]all {len(results)} done[/]"
-    console.print(f"{verdict} -> {root / BATCH_FILE} (logs in {root / LOG_DIR})", highlight=False, soft_wrap=True)
+    verdict = (f"{failed} of {len(results)} failed", "bold red") if failed else (f"all {len(results)} done", "bold green")
+    say(verdict, f" -> {root / BATCH_FILE} (logs in {root / LOG_DIR})")
 
 
 @user_errors

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import typer
 
 from twinscan.errors import TwinscanError
-from twinscan.progress import console
+from twinscan.progress import say
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,11 +23,10 @@ def user_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except TwinscanError as error:
-            console.print(f"[bold red]error:[/] {error.one_line()}", highlight=False, soft_wrap=True)
+            say(("error:", "bold red"), " ", error.one_line())  # literal: paths and hints carry [ ]
             raise typer.Exit(EXIT_USER_ERROR) from None
         except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/] -- run the same command again to resume where it stopped",
-                          highlight=False)
+            say(("interrupted", "yellow"), " -- run the same command again to resume where it stopped")
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]

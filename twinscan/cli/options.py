@@ -43,3 +43,8 @@ Scale = Annotated[Optional[float], typer.Option(help="Known metres per reconstru
 Convex = Annotated[bool, typer.Option("--convex", help="Add a convex decomposition (CoACD) for dynamic bodies.")]
 Usdz = Annotated[bool, typer.Option("--usdz", help="Also write one packaged .usdz.")]
 Half = Annotated[bool, typer.Option("--half", help="Store splat attributes in half precision (half the size).")]
+StaticFriction = Annotated[float, typer.Option(
+    help="Colliders' static friction (UsdPhysics material; 0.6: sealed concrete plant floor).")]
+DynamicFriction = Annotated[float, typer.Option(
+    help="Colliders' dynamic (sliding) friction, at most the static one (0.5: plant floor).")]
+Restitution = Annotated[float, typer.Option(help="Colliders' restitution (bounce), 0 to 1 (0.1: plant floor).")]

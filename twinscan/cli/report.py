@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from twinscan.cli.errors import user_errors
-from twinscan.progress import console
+from twinscan.progress import say
 from twinscan.workspace import Workspace
 
 
@@ -23,4 +23,4 @@ def report(workdir: Annotated[Path, typer.Argument(help="Capture workspace folde
     from twinscan.report import write_report
 
     path = write_report(Workspace(workdir))
-    console.print(f"[bold green]report[/] -> {path}", highlight=False)
+    say(("report", "bold green"), f" -> {path}")

@@ -50,7 +50,9 @@ def fmt(value: object, digits: int = 4) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+        from twinscan.figures import number  # the CLI's formatter: fixed notation, never 1.99e+04
+
+        return number(value, digits)
     if value is None:
         return "–"
     return str(value)

@@ -22,6 +22,8 @@ MAX_HELDOUT = 6
 HELDOUT_PANEL_WIDTH = 480
 MESH_RENDER_SIZE = (800, 500)
 VISUAL_MESH, COLLISION_MESH, FLOOR_MESH = "mesh/visual_colours.ply", "mesh/collision.obj", "mesh/floor.obj"
+COLLISION_CONFIDENCE = "mesh/collision_confidence.npy"
+TRUSTED_RGB, DOUBTFUL_RGB, UNCERTAIN_RGB = np.array([64, 160, 90]), np.array([230, 170, 60]), (214, 76, 60)
 COLLISION_RGB, FLOOR_RGB = (150, 172, 196), (205, 196, 178)
 TWIN = "twin.usda"
 
@@ -146,7 +148,45 @@ def mesh_preview(capture: Capture) -> str:
     tables = "".join(f'<div>{table([[esc(k), esc(v)] for k, v in part], css_class="kv")}</div>'
                      for part in (rows[:half], rows[half:]))
     return (f'<p class="sub">Both meshes from the same oblique camera (ray-cast on the CPU, shaded by surface '
-            f'normal).</p><div class="grid2">{"".join(panels)}</div><div class="grid2">{tables}</div>')
+            f'normal).</p><div class="grid2">{"".join(panels)}</div><div class="grid2">{tables}</div>'
+            f'{collider_confidence(capture, collision[0], K, world_from_cam)}')
+
+
+def collider_confidence(capture: Capture, collision: figures.MeshLayer, K: np.ndarray,
+                        world_from_cam: np.ndarray) -> str:
+    """Where the collider is a guess, in a picture and in words (meshing/confidence.py)."""
+    from twinscan.meshing.confidence import UNCERTAIN_BELOW
+
+    path = capture.ws.path(COLLISION_CONFIDENCE)
+    summary = capture.states["mesh"].figures.get("collision_confidence")
+    if not path.exists() or not summary:
+        return ""
+    confidence = np.load(path)
+    if len(confidence) != len(collision.faces):
+        return notice("warn", esc("the collider's confidence does not match its faces: rerun `twinscan mesh --force`"))
+    blend = np.clip((confidence - UNCERTAIN_BELOW) / (1 - UNCERTAIN_BELOW), 0, 1)[:, None]
+    colours = (DOUBTFUL_RGB * (1 - blend) + TRUSTED_RGB * blend).astype(np.uint8)
+    colours[confidence < UNCERTAIN_BELOW] = UNCERTAIN_RGB
+    width, height = MESH_RENDER_SIZE
+    rgb = figures.render_layers([figures.MeshLayer(collision.vertices, collision.faces, colours)], K,
+                                world_from_cam, width, height)
+    caption = "collider confidence: green seen squarely by several frames, amber weakly, red uncertain"
+    panel = (f'<figure class="panel">{img(figures.encode(rgb, quality=90), "image/jpeg", caption)}'
+             f"<figcaption>{esc(caption)}</figcaption></figure>")
+    return f'<div class="grid2">{panel}<div><p>{esc(confidence_in_words(summary))}</p></div></div>'
+
+
+def confidence_in_words(summary: dict) -> str:
+    """The collider confidence figures as a sim engineer needs them: how much to doubt, and why."""
+    if not summary.get("uncertain_share"):
+        return "Every part of the collider was seen squarely by several kept frames."
+    reasons = [(summary.get("few_views_share", 0), "was seen by fewer than two kept frames"),
+               (summary.get("grazing_share", 0), "only at grazing angles (over 70° from square-on)"),
+               (summary.get("far_share", 0), "only from far away (over 1 cm a pixel)")]
+    why = "; ".join(f"{share * 100:.0f} % {text}" for share, text in reasons if share >= 0.005)
+    return (f"{summary['uncertain_share'] * 100:.0f} % of the collider ({summary['uncertain_m2']:.2f} m²) is "
+            f"uncertain (red){': ' + why if why else ''}. The real surface may lie elsewhere there: a robot could "
+            f"pass through or stop short of it. Film those parts again from closer and more squarely.")
 
 
 # ---- USD --------------------------------------------------------------------------------------------------------
@@ -188,12 +228,16 @@ def physics_check(capture: Capture) -> str:
                else notice("info", "No probe plot (physics did not run)."))
     f = state.figures
     rows = [["verdict", "pass" if f.get("verdict") else "FAIL"],
-            ["validation errors", fmt(f.get("validation_errors"))], ["physics run", fmt(f.get("physics_run"))],
+            ["validation errors", fmt(f.get("validation_errors"))],
+            ["NVIDIA Asset Validator", f"{fmt(f.get('asset_validator_failures'))} failures / "
+                                       f"{fmt(f.get('asset_validator_warnings'))} warnings"
+             if f.get("asset_validator_run") else "not run"],
+            ["physics run", fmt(f.get("physics_run"))],
             ["probes dropped", fmt(f.get("probes"))], ["rested", fmt(f.get("probes_rested"))],
             ["hovered", fmt(f.get("probes_hovered"))], ["fell through", fmt(f.get("probes_fell_through"))],
             ["unsettled", fmt(f.get("probes_unsettled"))],
             ["worst rest error", f"{100 * (f.get('worst_rest_error_m') or 0):.2f} cm"],
-            ["colliders / triangles", f"{fmt(f.get('colliders'))} / {fmt(f.get('collider_triangles'))}"]]
+            ["colliders / triangles (slab's included)", f"{fmt(f.get('colliders'))} / {fmt(f.get('collider_triangles'))}"]]
     figures_table = table([[esc(k), esc(v)] for k, v in rows], css_class="kv") if state.done else ""
     return (f'<p class="sub">Boxes dropped on the collision geometry in NVIDIA Newton must come to rest on it, '
             f'neither falling through nor hovering.</p>{gate or ""}'
