@@ -96,7 +96,7 @@ def detect_markers(image_paths: Iterable[tuple[str, Path]], dictionary: str) -> 
             continue
         linear = SRGB_TO_LINEAR[gray]
         corners, ids, _ = detector.detectMarkers(linear)
-        if ids is not None:
+        if ids is not None and len(ids):  # OpenCV 4 returns None when it finds none, OpenCV 5 an empty array
             found[name] = {int(i): refine_corners(linear, c.reshape(4, 2).astype(np.float64),
                                                   marker_cells(aruco_dictionary, int(i)))
                            for i, c in zip(ids.ravel(), corners)}
