@@ -1,4 +1,5 @@
-"""Splats far outside the captured region, or under the floor, are cropped (twinscan.gaussians.crop)."""
+"""Splats far outside the captured region are kept apart as the background, those under the floor
+are cropped (twinscan.gaussians.crop)."""
 
 from __future__ import annotations
 
@@ -70,4 +71,12 @@ def test_the_splats_stage_writes_only_splats_inside_the_captured_region(smoke_ca
     assert (splats.means >= region.lower - 1e-4).all() and (splats.means <= region.upper + 1e-4).all()
     if floor_found:
         assert splats.means[:, 2].min() >= region.floor_cut_z - 1e-4
+    # the splats outside the region are kept apart, as the twin's optional background
+    background_ply = smoke_capture / "splats" / "background.ply"
+    assert background_ply.exists() == (figures["cropped_outside"] > 0)
+    if background_ply.exists():
+        background = read_ply(background_ply)
+        assert background.count == figures["cropped_outside"]
+        assert ((background.means < region.lower) | (background.means > region.upper)).any(axis=1).all()
+    assert set(figures) >= {"psnr_cell_only", "ssim_cell_only"}
     json.dumps(figures)  # the manifest holds plain JSON

@@ -31,8 +31,8 @@ runner = CliRunner()
 KEY_RULES = {"MaterialUsdPreviewSurfaceChecker", "NormalsExistChecker", "ManifoldChecker", "IndexedPrimvarChecker",
              "GaussianSplatSchemaChecker", "WeldChecker", "NormalsWindingsChecker", "ColliderChecker",
              "UsdzPackageValidator"}
-TWIN_FILES = ("twin.usda", "twin_splats.usdc", "twin_collision.usdc", "twin_visual.usdc", "twin_cameras.usdc",
-              "twin_diffuse.png")
+TWIN_FILES = ("twin.usda", "twin_splats.usdc", "twin_background.usdc", "twin_collision.usdc", "twin_visual.usdc",
+              "twin_cameras.usdc", "twin_diffuse.png")
 
 
 @pytest.fixture(scope="module")

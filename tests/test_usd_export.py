@@ -113,6 +113,13 @@ def test_the_root_layer_is_small_and_heavy_data_lives_in_usdc_layers(from_ply: d
     assert layer.GetFileFormat().formatId == "usdc" and layer.defaultPrim == "Splats"
 
 
+def _far(gaussians):
+    """The same splats 50 m along x: a background beyond the cell."""
+    import dataclasses
+
+    return dataclasses.replace(gaussians, means=gaussians.means + np.array([50.0, 0.0, 0.0], np.float32))
+
+
 @pytest.fixture(scope="module")
 def full_twin(tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("full")
@@ -127,7 +134,8 @@ def full_twin(tmp_path_factory: pytest.TempPathFactory) -> dict:
     track = CameraTrack(K=np.array([[700.0, 0, 300], [0, 690, 260], [0, 0, 1]]), width=640, height=480,
                         world_from_cam=world_from_cam, times=times)
     content = TwinContent(
-        gaussians=random_gaussians(50, 1), collision_mesh=trimesh.creation.box(),
+        gaussians=random_gaussians(50, 1), background=_far(random_gaussians(12, 1, seed=7)),
+        collision_mesh=trimesh.creation.box(),
         convex_parts=(trimesh.creation.box(), trimesh.creation.icosphere()), visual_mesh=visual,
         visual_texture=texture, cameras=track, floor=FloorArea((-3, -3), (3, 3)),
         metadata=TwinMetadata(source_sha256="ab" * 32, scale_source="marker", origin="marker 0",
@@ -197,6 +205,28 @@ def test_the_appearance_variant_switches_between_splats_and_mesh(full_twin: dict
     assert not visible("Splats") and visible("Visual") and visible("Collision")
 
 
+def test_the_background_splats_are_their_own_prim_off_until_turned_on(full_twin: dict) -> None:
+    """The splats outside the captured region (the hall behind the cell) are kept, not dropped, but
+    invisible by default, so "frame all" frames the cell; turning them on brings them back."""
+    from twinscan.check.asset_validation import validate_asset
+
+    stage = Usd.Stage.Open(str(full_twin["usda"]))
+    background = UsdVol.ParticleField3DGaussianSplat(stage.GetPrimAtPath("/World/Background"))
+    expected = full_twin["content"].background
+    assert np.allclose(np.array(background.GetPositionsAttr().Get()), expected.means, atol=1e-6)
+    assert background.ComputeVisibility() == UsdGeom.Tokens.invisible
+
+    def world_max_x() -> float:
+        cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_])
+        return cache.ComputeWorldBound(stage.GetPrimAtPath("/World")).ComputeAlignedRange().GetMax()[0]
+
+    assert world_max_x() < 10  # the background stands 40-60 m away: "frame all" leaves it out
+    background.GetPrim().GetAttribute("visibility").Set(UsdGeom.Tokens.inherited)
+    assert world_max_x() > 39
+    validation = validate_asset(full_twin["usda"])
+    assert not validation.failures and not validation.warnings, validation.to_dict()
+
+
 @pytest.mark.parametrize("kind", ["usda", "usdz"])
 def test_validation_reports_no_errors(full_twin: dict, from_ply: dict, kind: str) -> None:
     assert validation_errors(full_twin[kind]) == []
@@ -235,6 +265,7 @@ def test_summarize_describes_the_twin(full_twin: dict) -> None:
     assert summary["default_prim"] == "/World" and summary["up_axis"] == "Z"
     assert summary["meters_per_unit"] == 1.0 and summary["kilograms_per_unit"] == 1.0
     assert summary["splats"] == 50 and summary["sh_degree"] == 3  # degree 1 is written as 3 (Isaac Sim hangs on 1)
+    assert summary["background_splats"] == 12
     content = full_twin["content"]
     colliders = [content.collision_mesh, *content.convex_parts]
     assert summary["collision_triangles"] == sum(len(mesh.faces) for mesh in colliders)

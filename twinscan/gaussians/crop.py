@@ -1,6 +1,7 @@
-"""Crop splats to the captured region: what lies far outside what the cameras saw, or under the floor,
-is a floater (training grows splats wherever a few pixels of background pull them), and it makes
-"frame all" in a viewer or Isaac Sim zoom out to tens of metres around a cell of a few.
+"""Crop splats to the captured region. What lies far outside what the cameras saw makes "frame all" in
+a viewer or Isaac Sim zoom out to tens of metres around a cell of a few; it is mostly the hall behind
+the cell (large splats that draw a third of the sample's pixels), so the splats stage keeps it apart as
+an optional background rather than dropping it. What lies under the floor is a floater and goes.
 
 Pure functions on arrays, in the twin frame (docs/CONVENTIONS.md: Z up, floor at z = 0 when found).
 """
@@ -53,11 +54,17 @@ def captured_region(points: np.ndarray, camera_centres: np.ndarray, floor_found:
     return CapturedRegion(lower - grow, upper + grow, -floor_margin * side if floor_found else None)
 
 
+def outside_region(means: np.ndarray, region: CapturedRegion) -> np.ndarray:
+    """(N,) True where a splat's centre lies outside the region's box: the background."""
+    means = np.asarray(means, np.float64).reshape(-1, 3)
+    return np.any((means < region.lower) | (means > region.upper), axis=1)
+
+
 def crop_mask(means: np.ndarray, region: CapturedRegion) -> tuple[np.ndarray, dict[str, int]]:
     """The splats to keep (by their centres), and how many are cropped: `cropped_outside` (outside the
     region's box) and `cropped_below_floor` (inside the box, centred under the floor cut)."""
     means = np.asarray(means, np.float64).reshape(-1, 3)
-    outside = np.any((means < region.lower) | (means > region.upper), axis=1)
+    outside = outside_region(means, region)
     below = np.zeros(len(means), bool) if region.floor_cut_z is None else means[:, 2] < region.floor_cut_z
     below &= ~outside
     return ~(outside | below), {"cropped_outside": int(outside.sum()), "cropped_below_floor": int(below.sum())}

@@ -72,6 +72,7 @@ class TwinContent:
     """Everything in the twin frame (Z up, metres); any part but the splats may be missing."""
 
     gaussians: Gaussians
+    background: Gaussians | None = None  # splats outside the captured region (the hall behind the cell)
     collision_mesh: trimesh.Trimesh | None = None
     convex_parts: tuple[trimesh.Trimesh, ...] = ()
     visual_mesh: trimesh.Trimesh | None = None

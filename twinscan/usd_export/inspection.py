@@ -7,7 +7,7 @@ from pathlib import Path
 from pxr import Tf, Usd, UsdGeom, UsdPhysics, UsdShade, UsdValidation, UsdVol
 
 from twinscan.errors import TwinscanError
-from twinscan.usd_export.twin import APPEARANCE
+from twinscan.usd_export.twin import APPEARANCE, BACKGROUND
 
 
 def open_stage(usd_path: str | Path) -> Usd.Stage:
@@ -39,7 +39,7 @@ def summarize(usd_path: str | Path) -> dict:
         "meters_per_unit": UsdGeom.GetStageMetersPerUnit(stage),
         "kilograms_per_unit": UsdPhysics.GetStageKilogramsPerUnit(stage),
         "prims": {str(prim.GetPath()): str(prim.GetTypeName()) for prim in stage.Traverse()},
-        "splats": 0, "sh_degree": None,
+        "splats": 0, "background_splats": 0, "sh_degree": None,
         "collision_triangles": 0, "colliders": 0,
         "visual_triangles": 0, "textured": False,
         "camera_samples": 0,
@@ -47,7 +47,8 @@ def summarize(usd_path: str | Path) -> dict:
     for prim in stage.Traverse():
         if prim.IsA(UsdVol.ParticleField3DGaussianSplat):
             splats = UsdVol.ParticleField3DGaussianSplat(prim)
-            summary["splats"] += len(splats.GetPositionsAttr().Get() or [])
+            background = prim.GetName() == BACKGROUND
+            summary["background_splats" if background else "splats"] += len(splats.GetPositionsAttr().Get() or [])
             summary["sh_degree"] = splats.GetRadianceSphericalHarmonicsDegreeAttr().Get()
         if prim.HasAPI(UsdPhysics.CollisionAPI):
             summary["colliders"] += 1

@@ -24,6 +24,7 @@ from twinscan.usd_export.twin import write_twin
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
 SPLATS = "splats/splats.ply"
+BACKGROUND_SPLATS = "splats/background.ply"  # splats outside the captured region, when there are any
 MESH_DIR = "mesh"
 CAMERAS = "sfm/undistorted/sparse"  # PINHOLE cameras of the images the splats were trained on
 TWIN = "twin.usda"
@@ -57,7 +58,7 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
     if not splats.exists():
         raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
     inputs = {SPLATS: fingerprint(splats)}
-    for optional in (MESH_DIR, CAMERAS):
+    for optional in (BACKGROUND_SPLATS, MESH_DIR, CAMERAS):
         if ws.path(optional).exists():
             inputs[optional] = fingerprint(ws.path(optional))
     if not force and ws.is_done("usd", cfg, inputs):
@@ -76,7 +77,7 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
         summary = summarize(ws.path(TWIN))
         run.outputs = [TWIN, *([written.name] if written.suffix == ".usdz" else [])]
         run.figures.update({key: summary[key] for key in (
-            "splats", "sh_degree", "collision_triangles", "colliders", "visual_triangles", "textured",
+            "splats", "background_splats", "sh_degree", "collision_triangles", "colliders", "visual_triangles", "textured",
             "camera_samples", "meters_per_unit", "up_axis")} | {"validation_errors": 0,
                                                                  "scale_source": content.metadata.scale_source,
                                                                  "static_friction": cfg.static_friction,
@@ -88,13 +89,14 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
 def workspace_content(ws: Workspace) -> TwinContent:
     """Gather splats, meshes, cameras and provenance from the workspace."""
     gaussians = read_ply(ws.path(SPLATS))
+    background = read_ply(ws.path(BACKGROUND_SPLATS)) if ws.path(BACKGROUND_SPLATS).exists() else None
     mesh_dir = ws.path(MESH_DIR)
     summary = json.loads((mesh_dir / "mesh.json").read_text()) if (mesh_dir / "mesh.json").exists() else {}
     collision = _load_mesh(mesh_dir / "collision.obj")
     visual, texture = _load_visual(mesh_dir)
     convex = tuple(_load_mesh(p) for p in sorted((mesh_dir / "convex").glob("part_*.obj")))
     return TwinContent(
-        gaussians=gaussians, collision_mesh=collision, convex_parts=convex, visual_mesh=visual,
+        gaussians=gaussians, background=background, collision_mesh=collision, convex_parts=convex, visual_mesh=visual,
         visual_texture=texture, cameras=_camera_track(ws), floor=_floor_area(summary, gaussians.means),
         metadata=_metadata(ws))
 

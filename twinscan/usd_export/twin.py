@@ -2,6 +2,7 @@
 
 /World (Xform, variant set "appearance": splats | mesh)
     Splats     ParticleField3DGaussianSplat   <- {stem}_splats.usdc
+    Background ParticleField3DGaussianSplat   <- {stem}_background.usdc (invisible until turned on)
     Collision  guide-purpose colliders       <- {stem}_collision.usdc
     Visual     textured mesh + material      <- {stem}_visual.usdc
     Cameras    the capture trajectory        <- {stem}_cameras.usdc
@@ -19,6 +20,7 @@ from pxr import Sdf, Usd, UsdGeom, UsdUtils
 
 from twinscan import __version__
 from twinscan.errors import TwinscanError
+from twinscan.gaussians import Gaussians
 from twinscan.usd_export.cameras import author_cameras, set_playback_range
 from twinscan.usd_export.collision import author_collision, author_physics_scene
 from twinscan.usd_export.content import ExportOptions, TwinContent, TwinMetadata
@@ -27,6 +29,7 @@ from twinscan.usd_export.splats import author_splats
 from twinscan.usd_export.visual import author_visual, copy_texture
 
 APPEARANCE = "appearance"
+BACKGROUND = "Background"  # the prim of the splats outside the captured region
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,9 @@ def write_twin(out_path: str | Path, content: TwinContent, options: ExportOption
     if options.appearance not in ("splats", "mesh"):
         raise TwinscanError(f"unknown appearance {options.appearance!r}", "choose splats or mesh")
     folder, stem = out_path.parent, out_path.stem
-    parts = [_write_splats(folder / f"{stem}_splats.usdc", content, options)]
+    parts = [_write_splats(folder / f"{stem}_splats.usdc", "Splats", content.gaussians, options)]
+    if content.background is not None:
+        parts.append(_write_splats(folder / f"{stem}_background.usdc", BACKGROUND, content.background, options))
     if content.collision_mesh is not None or content.convex_parts or content.floor is not None:
         with new_stage(layer := folder / f"{stem}_collision.usdc", "Collision") as stage:
             author_collision(stage, "/Collision", content.collision_mesh, content.convex_parts, content.floor,
@@ -61,6 +66,8 @@ def write_twin(out_path: str | Path, content: TwinContent, options: ExportOption
         world = UsdGeom.Xform.Define(stage, "/World").GetPrim()
         for part in parts:
             stage.DefinePrim(f"/World/{part.name}").GetReferences().AddReference(f"./{part.layer.name}")
+        if content.background is not None:  # off by default, so "frame all" frames the cell
+            UsdGeom.Imageable(stage.GetPrimAtPath(f"/World/{BACKGROUND}")).CreateVisibilityAttr(UsdGeom.Tokens.invisible)
         author_physics_scene(stage, "/World/PhysicsScene")
         if content.visual_mesh is not None:  # without one, a "mesh" appearance would show nothing
             _author_appearance_variants(stage, world, selection=options.appearance)
@@ -85,10 +92,10 @@ def package_usdz(usda_path: Path, usdz_path: Path) -> Path:
     return usdz_path
 
 
-def _write_splats(layer: Path, content: TwinContent, options: ExportOptions) -> _Part:
-    with new_stage(layer, "Splats") as stage:
-        author_splats(stage, "/Splats", content.gaussians, options.half_precision)
-    return _Part("Splats", layer)
+def _write_splats(layer: Path, name: str, gaussians: Gaussians, options: ExportOptions) -> _Part:
+    with new_stage(layer, name) as stage:
+        author_splats(stage, f"/{name}", gaussians, options.half_precision)
+    return _Part(name, layer)
 
 
 def _write_visual(folder: Path, stem: str, content: TwinContent) -> _Part:
