@@ -69,6 +69,10 @@ class SplatsConfig:
     def refine_stop_step(self) -> int:
         return self.refine_stop if self.refine_stop is not None else self.steps // 2
 
+    def sh_degree_at(self, step: int) -> int:
+        """The SH degree trained (and rendered) after `step` steps: one more every sh_degree_interval."""
+        return min(step // self.sh_degree_interval, self.sh_degree)
+
     @classmethod
     def from_preset(cls, preset: Preset, **overrides: Any) -> SplatsConfig:
         """The preview preset trains small and short so the CPU path finishes in minutes."""

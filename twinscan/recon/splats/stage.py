@@ -80,14 +80,15 @@ def crop_to_captured_region(ws: Workspace, views: TrainingViews, cfg: SplatsConf
         return CroppedSplats(result, None, figures | {"psnr_cell_only": round(result.evaluation.psnr, 3),
                                                       "ssim_cell_only": round(result.evaluation.ssim, 4)})
     heldout = views.split(cfg.heldout_every)[1]
-    sh_degree = min(result.steps // cfg.sh_degree_interval, cfg.sh_degree)
+    sh_degree = cfg.sh_degree_at(result.steps)
     cell = _subset(result.params, keep)
-    shown = evaluate(_subset(result.params, keep | far), views, heldout, sh_degree, backend.rasterize,
-                     keep_renders=True)
-    cell_only = evaluate(cell, views, heldout, sh_degree, backend.rasterize) if far.any() else shown
+    background = _subset(result.params, far) if far.any() else None
+    # with no floater under the floor, cell and background are every splat: training's own evaluation
+    shown = result.evaluation if (keep | far).all() else evaluate(
+        _subset(result.params, keep | far), views, heldout, sh_degree, backend.rasterize, keep_renders=True)
+    cell_only = evaluate(cell, views, heldout, sh_degree, backend.rasterize) if background is not None else shown
     figures |= {"psnr_cell_only": round(cell_only.psnr, 3), "ssim_cell_only": round(cell_only.ssim, 4)}
-    return CroppedSplats(dataclasses.replace(result, params=cell, evaluation=shown),
-                         _subset(result.params, far) if far.any() else None, figures)
+    return CroppedSplats(dataclasses.replace(result, params=cell, evaluation=shown), background, figures)
 
 
 def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult,

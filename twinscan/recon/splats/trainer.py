@@ -171,9 +171,6 @@ class _Run:
         self.step = checkpoint["step"]
         self.history = [tuple(h) for h in checkpoint["history"]]
 
-    def sh_degree(self, step: int) -> int:
-        return min(step // self.cfg.sh_degree_interval, self.cfg.sh_degree)
-
     def train_step(self) -> float:
         """One optimisation step on one random training image; returns the loss."""
         cfg, step = self.cfg, self.step
@@ -185,7 +182,7 @@ class _Run:
         if self.poses is not None:
             cam_from_world = self.poses(cam_from_world, slots)
         colors, info = render(self.params, cam_from_world, self.views.Ks[view:view + 1].to(self.device),
-                              target.shape[2], target.shape[1], self.sh_degree(step), self.backend.rasterize)
+                              target.shape[2], target.shape[1], self.cfg.sh_degree_at(step), self.backend.rasterize)
         colors = self.exposure(colors, slots)
         self.strategy.step_pre_backward(self.params, self.optimizers, self.strategy_state, step, info)
         loss = photometric_loss(colors, target, cfg.ssim_lambda)
@@ -207,7 +204,7 @@ class _Run:
         return loss.item()
 
     def evaluate(self, keep_renders: bool = False) -> Evaluation:
-        evaluation = evaluate(self.params, self.views, self.heldout_ids, self.sh_degree(self.step),
+        evaluation = evaluate(self.params, self.views, self.heldout_ids, self.cfg.sh_degree_at(self.step),
                               self.backend.rasterize, keep_renders)
         self.history.append((self.step, evaluation.psnr))
         return evaluation
