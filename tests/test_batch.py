@@ -28,7 +28,8 @@ from twinscan.batch.attempt import AttemptOutcome
 from twinscan.cli.batch import batch
 from twinscan.pipeline import CaptureOptions
 from twinscan.synth import PRESETS, load_ground_truth, make_capture
-from twinscan.workspace import STAGE_ORDER, Workspace
+from twinscan.layout import STAGES as STAGE_ORDER
+from twinscan.workspace import Workspace
 
 # Since the generator makes the same video in every process, smoke SfM registers 34/34 (seed 0) and
 # 35/38 (seed 3) of these tiny captures, also at load average 8-11 (docs/benchmarks.md): the stage's own

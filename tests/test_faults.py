@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 from twinscan.atomic import is_temporary
-from twinscan.workspace import LOCK, STAGE_ORDER
+from twinscan.layout import LOCK, STAGES as STAGE_ORDER
 
 SMOKE = ["-q", "smoke", "--marker-size", "0.3"]
 RUN_TIMEOUT_S = 900

@@ -131,7 +131,7 @@ def test_written_files_load_back(scene, tmp_path: Path) -> None:
     _, _, result = scene
     names = write_meshes(result, tmp_path / "mesh")
     folder = tmp_path / "mesh"
-    assert sorted(p.name for p in folder.iterdir()) == names
+    assert sorted(f"mesh/{p.name}" for p in folder.iterdir()) == names  # paths relative to OUT/
     glb = trimesh.load(folder / "visual.glb", force="mesh")
     assert len(glb.faces) == len(result.visual.faces)
     obj = trimesh.load(folder / "visual.obj", force="mesh")

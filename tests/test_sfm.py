@@ -24,7 +24,8 @@ from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_len
 from twinscan.meshing.metrics import surface_distance
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV, OPENCV_KEYS, read_transforms, write_transforms
 from twinscan.recon.sfm.reconstruct import loop_pairs
-from twinscan.recon.sfm.stage import PARTIAL_DIR, drop_off_path_frames, posed_cameras
+from twinscan.layout import SFM_PARTIAL as PARTIAL_DIR
+from twinscan.recon.sfm.stage import drop_off_path_frames, posed_cameras
 from twinscan.recon.sfm.world_frame import (Similarity, anchored_at_marker, camera_up, covers_area, fit_floor_plane,
                                             rotation_between, world_from_raw)
 from twinscan.workspace import Workspace

@@ -136,7 +136,7 @@ def test_manifest_is_plain_json_with_versions(tmp_path: Path) -> None:
 
 
 def test_the_lock_file_exists_only_while_a_run_holds_the_workspace(tmp_path: Path) -> None:
-    from twinscan.workspace import LOCK
+    from twinscan.layout import LOCK
 
     ws = Workspace(tmp_path)
     _finish_stage(ws, {"a": 1}, {"video": "x"})
@@ -155,7 +155,8 @@ def test_a_process_waiting_on_a_released_lock_file_does_not_share_the_workspace(
     new file meanwhile. Only one of B and C may hold the workspace."""
     import fcntl
 
-    from twinscan.workspace import LOCK, _still_at, _take_lock
+    from twinscan.layout import LOCK
+    from twinscan.workspace import _still_at, _take_lock
 
     with Workspace(tmp_path).locked():  # A
         waiting = open(tmp_path / LOCK, "a+")  # B opens the file while A holds the workspace
@@ -177,7 +178,7 @@ def test_a_process_waiting_on_a_released_lock_file_does_not_share_the_workspace(
 def test_a_batch_leaves_no_lock_and_a_failed_one_no_batch_file(tmp_path: Path) -> None:
     from twinscan.batch import BATCH_FILE, LocalExecutor, run_batch
     from twinscan.pipeline import CaptureOptions
-    from twinscan.workspace import LOCK
+    from twinscan.layout import LOCK
 
     options = CaptureOptions(quality="smoke")
     root = tmp_path / "twins"
@@ -193,3 +194,22 @@ def test_a_batch_leaves_no_lock_and_a_failed_one_no_batch_file(tmp_path: Path) -
     with pytest.raises(TwinscanError, match="--workers 0 runs nothing"):
         run_batch([tmp_path / "missing.mp4"], tmp_path / "new", options, LocalExecutor(workers=0))
     assert list((tmp_path / "new").iterdir()) == []  # neither batch.json nor the lock
+
+
+def test_each_workspace_path_is_spelled_once_in_the_package() -> None:
+    """twinscan.layout owns every path under OUT/ and the stage order: no other module spells one."""
+    from twinscan import layout
+
+    package = Path(layout.__file__).parent
+    sources = {path: path.read_text() for path in package.rglob("*.py") if path != Path(layout.__file__)}
+    paths = [value for name, value in vars(layout).items()
+             if name.isupper() and isinstance(value, str) and ("/" in value or "." in value)]
+    assert len(paths) >= 25 and layout.TWIN in paths and layout.SPLATS_PLY in paths
+    literals = {f'"{path}"' for path in paths} | {f'"{Path(path).name}"' for path in paths if "." in Path(path).name}
+    literals |= {f'"{folder}/' for folder in (layout.FRAMES_DIR, layout.SFM_DIR, layout.SPLATS_DIR, layout.MESH_DIR,
+                                              layout.CHECK_DIR)}  # a path built by hand: "mesh/" + name
+    literals.add(repr(layout.STAGES[:3])[:-1])  # the stage order written out again
+    spelled = sorted(f"{path.relative_to(package)}: {literal}" for path, text in sources.items()
+                     for literal in literals if literal in text)
+    assert spelled == []
+    assert layout.inside(layout.MESH_DIR, layout.COLLISION) == "collision.obj"

@@ -19,12 +19,9 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from twinscan import __version__, atomic
+from twinscan import __version__, atomic, layout
 from twinscan.errors import TwinscanError
 
-MANIFEST = "manifest.json"
-LOCK = ".twinscan.lock"
-STAGE_ORDER = ("frames", "sfm", "splats", "mesh", "usd", "check")
 _HELD_LOCKS: set[Path] = set()  # workspaces this process holds: nested `locked()` calls re-enter
 
 
@@ -116,11 +113,12 @@ class Workspace:
 
     # ---- paths -------------------------------------------------------------------------
     def path(self, relative: str) -> Path:
+        """OUT/`relative`; `relative` is one of twinscan.layout's paths."""
         return self.root / relative
 
     @property
     def manifest_path(self) -> Path:
-        return self.root / MANIFEST
+        return self.root / layout.MANIFEST
 
     # ---- manifest ----------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
@@ -171,7 +169,7 @@ class Workspace:
         if key in _HELD_LOCKS:
             yield self
             return
-        lock_path = self.root / LOCK
+        lock_path = self.root / layout.LOCK
         lock_file = _take_lock(lock_path)
         if lock_file is None:
             raise TwinscanError(
@@ -198,7 +196,7 @@ class Workspace:
         if self.root.resolve() in _HELD_LOCKS:
             return True
         try:  # never create the file: it exists only while a run holds it (or after one was killed)
-            fd = os.open(self.root / LOCK, os.O_RDWR)
+            fd = os.open(self.root / layout.LOCK, os.O_RDWR)
         except FileNotFoundError:
             return False
         with os.fdopen(fd, "r+") as lock_file:

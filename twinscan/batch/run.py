@@ -16,9 +16,10 @@ from twinscan.batch.executors import Executor, LocalExecutor
 from twinscan.batch.jobs import CaptureJob, plan_jobs
 from twinscan.errors import TwinscanError
 from twinscan.pipeline import CaptureOptions, stage_configs
-from twinscan.workspace import STAGE_ORDER, Workspace
+from twinscan.layout import BATCH_JSON as BATCH_FILE
+from twinscan.layout import STAGES, TWIN
+from twinscan.workspace import Workspace
 
-BATCH_FILE = "batch.json"
 LOG_DIR = "logs"
 FORMAT = "twinscan-batch"
 VERSION = 1
@@ -38,7 +39,7 @@ def key_figures(workspace: Path) -> dict[str, Any]:
 
     usd_done = (stages.get("usd") or {}).get("status") == "done"
     return {
-        "stages_done": [name for name in STAGE_ORDER if (stages.get(name) or {}).get("status") == "done"],
+        "stages_done": [name for name in STAGES if (stages.get(name) or {}).get("status") == "done"],
         "frames_kept": figure("frames", "kept"),
         "frames_registered": figure("sfm", "registered"),
         "scale_source": figure("sfm", "scale_source"),
@@ -46,7 +47,7 @@ def key_figures(workspace: Path) -> dict[str, Any]:
         "psnr": figure("splats", "psnr"),
         "collision_faces": figure("mesh", "collision_faces"),
         "visual_faces": figure("mesh", "visual_faces"),
-        "usd": str(workspace / "twin.usda") if usd_done else None,
+        "usd": str(workspace / TWIN) if usd_done else None,
         "check_verdict": figure("check", "verdict"),
     }
 

@@ -10,11 +10,9 @@ from twinscan.check.physics import newton_available
 from twinscan.check.plot import plot_probes
 from twinscan.check.run import check_twin
 from twinscan.errors import TwinscanError
+from twinscan.layout import CHECK_DIR, PROBES_JSON, PROBES_PNG, TWIN
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
-TWIN = "twin.usda"
-PLOT = "check/probes.png"
-PROBES = "check/probes.json"  # the whole report: each probe's drop site, outcome and rest position (the viewer's)
 
 
 def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[str, Any]:
@@ -31,17 +29,17 @@ def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[
             run.warnings.append('physics proof not run: Newton is not installed (pip install "twinscan[physics]")')
         report = check_twin(twin, config)
         run.figures.update(report.figures())
-        ws.path(PROBES).parent.mkdir(exist_ok=True)
-        write_json(ws.path(PROBES), report.to_dict())
-        run.outputs.append(PROBES)
+        ws.path(CHECK_DIR).mkdir(exist_ok=True)
+        write_json(ws.path(PROBES_JSON), report.to_dict())
+        run.outputs.append(PROBES_JSON)
         if report.probes:
-            plot_probes(report, ws.path(PLOT))
-            run.outputs.append(PLOT)
+            plot_probes(report, ws.path(PROBES_PNG))
+            run.outputs.append(PROBES_PNG)
         run.warnings.extend(report.errors)
         run.warnings.extend(report.warnings)  # the Asset Validator's warnings, by rule and prim
         if report.asset_validator_note.startswith("not installed"):
             run.warnings.append(f"NVIDIA Asset Validator {report.asset_validator_note}")
         if not report.verdict:
             raise TwinscanError(report.verdict_line,
-                                f"the twin is not safe to simulate: see {PLOT} and `twinscan check {twin}`")
+                                f"the twin is not safe to simulate: see {PROBES_PNG} and `twinscan check {twin}`")
     return run.figures

@@ -22,6 +22,7 @@ from twinscan.cli.options import (Convex, Device, DeviceChoice, DynamicFriction,
 from twinscan.cli.report import report as report_command
 from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
 from twinscan.errors import TwinscanError
+from twinscan.layout import TWIN
 from twinscan.pipeline import (CaptureOptions, import_sfm_stage, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
                                run_splats_stage, run_usd_stage)
 from twinscan.progress import console, say
@@ -168,7 +169,7 @@ def usd(workdir: Workdir,
                                                          static_friction=static_friction,
                                                          dynamic_friction=dynamic_friction,
                                                          restitution=restitution))  # validates
-        written = workdir / "twin.usda"
+        written = workdir / TWIN
     else:
         written, warnings = package_from_ply_workspace(  # validates; records OUT's usd stage for `info`
             workdir, from_ply, mesh, options=ExportOptions(half_precision=half, usdz=usdz),

@@ -9,7 +9,8 @@ from rich.table import Table
 from twinscan.errors import TwinscanError
 from twinscan.figures import format_figure
 from twinscan.progress import console, say, styled
-from twinscan.workspace import STAGE_ORDER, Workspace
+from twinscan.layout import STAGES
+from twinscan.workspace import Workspace
 
 _STATUS_STYLE = {"done": "green", "running": "yellow", "interrupted": "red", "failed": "red"}
 
@@ -30,7 +31,7 @@ def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
     table = Table(title=styled(f"twinscan workspace {ws.root}"))
     for column in ("stage", "status", "seconds", "figures"):
         table.add_column(column)
-    for name in STAGE_ORDER:
+    for name in STAGES:
         if only and name != only:
             continue
         record = stages.get(name)

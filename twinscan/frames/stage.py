@@ -10,6 +10,7 @@ from typing import Any
 import cv2
 
 from twinscan import atomic
+from twinscan.layout import FRAMES_DIR, FRAMES_JSON
 from twinscan.errors import TwinscanError
 from twinscan.frames.config import FramesConfig
 from twinscan.frames.selection import Candidate, KeyframeSelector, SelectionCounts, thin_evenly
@@ -18,8 +19,6 @@ from twinscan.progress import progress_bar
 from twinscan.workspace import StageRun, Workspace, fingerprint, tool_versions
 
 STAGE = "frames"
-FRAMES_DIR = "frames"
-FRAMES_JSON = "frames.json"
 
 
 def run_frames(workspace: Workspace, source: str | Path, config: FramesConfig, force: bool = False) -> dict[str, Any]:

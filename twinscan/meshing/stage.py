@@ -9,6 +9,7 @@ import numpy as np
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
+from twinscan.layout import MESH_DIR, SPLATS_PLY, UNDISTORTED, UNDISTORTED_CAMERAS
 from twinscan.meshing.build import build_meshes, progress_steps
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.export import write_meshes
@@ -18,8 +19,6 @@ from twinscan.meshing.views import DepthViews
 from twinscan.progress import progress_bar
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
-MESH_DIR = "mesh"
-SPLATS = "splats/splats.ply"
 VERSIONS = ("open3d", "trimesh", "xatlas", "coacd", "numpy")
 
 
@@ -28,20 +27,17 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
 
     Skipped (returning the recorded figures) when done before with the same config and splats.
     """
-    from twinscan.recon.splats.views import UNDISTORTED
-
-    splats = ws.path(SPLATS)
-    inputs = {SPLATS: fingerprint(splats)} if splats.exists() else {}
+    splats = ws.path(SPLATS_PLY)
+    inputs = {SPLATS_PLY: fingerprint(splats)} if splats.exists() else {}
     if ws.path(UNDISTORTED).exists():
-        inputs[UNDISTORTED] = fingerprint(ws.path(UNDISTORTED) / "sparse")
+        inputs[UNDISTORTED] = fingerprint(ws.path(UNDISTORTED_CAMERAS))
     if not force and ws.is_done("mesh", cfg, inputs):
         return ws.stage_record("mesh")["figures"]
     with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
         views, unsupported, sfm_points = stage_views(ws, cfg)
         with progress_bar("mesh", total=progress_steps(cfg)) as advance:
             result = build_meshes(views, cfg, advance, sfm_points)
-        files = write_meshes(result, ws.path(MESH_DIR))
-        run.outputs = [f"{MESH_DIR}/{name}" for name in files]
+        run.outputs = write_meshes(result, ws.path(MESH_DIR))
         height, width = views.size
         run.figures.update(result.figures, render_resolution=[width, height], floater_splats_removed=unsupported)
         run.warnings.extend(result.warnings)
@@ -54,7 +50,7 @@ def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.nda
     the SfM points (twin frame)."""
     from twinscan.recon.splats.views import load_training_views
 
-    splats = ws.path(SPLATS)
+    splats = ws.path(SPLATS_PLY)
     if not splats.exists():
         raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
     cameras = load_training_views(ws, cfg.render_max_side)

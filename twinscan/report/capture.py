@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from twinscan.layout import FRAMES_DIR, FRAMES_JSON, HELDOUT_DIR, MESH_SUMMARY, SFM_DIR
 from twinscan.report.markup import esc, notice
 from twinscan.report.plan import TopDownPlan
 from twinscan.report.status import StageState, stage_states
 from twinscan.workspace import Workspace
 
-MODEL_DIR, FRAMES_DIR = "sfm", "frames"
 
 
 @dataclass
@@ -52,14 +52,14 @@ class Capture:
         return None
 
     def frames(self) -> list[dict[str, Any]]:
-        return json.loads(self.ws.path("frames.json").read_text())
+        return json.loads(self.ws.path(FRAMES_JSON).read_text())
 
     @functools.cached_property
     def model(self):
         """The aligned COLMAP model (pycolmap.Reconstruction) in the twin's world frame."""
         import pycolmap
 
-        return pycolmap.Reconstruction(self.ws.path(MODEL_DIR))
+        return pycolmap.Reconstruction(self.ws.path(SFM_DIR))
 
     def registered_names(self) -> set[str]:
         return {image.name for image in self.model.images.values() if image.has_pose}
@@ -78,7 +78,7 @@ class Capture:
         return triangulate_markers(detections, self.model)
 
     def floor_xy(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
-        path = self.ws.path("mesh/mesh.json")
+        path = self.ws.path(MESH_SUMMARY)
         if not self.states["mesh"].done or not path.exists():
             return None
         bounds = (json.loads(path.read_text()).get("floor") or {}).get("bounds_xy")  # null: no floor found
@@ -90,7 +90,7 @@ class Capture:
         images = sorted((image for image in self.model.images.values() if image.has_pose), key=lambda im: im.name)
         world_from_cams = np.array([world_from_cam_matrix(image) for image in images]).reshape(-1, 4, 4)
         points = list(self.model.points3D.values())
-        kept = sorted(Path(e["file"]).name for e in self.frames()) if self.ws.path("frames.json").exists() else []
+        kept = sorted(Path(e["file"]).name for e in self.frames()) if self.ws.path(FRAMES_JSON).exists() else []
         order = [kept.index(image.name) for image in images if image.name in kept]  # all, or none if imported
         return TopDownPlan(
             camera_centres=world_from_cams[:, :3, 3], camera_forward=world_from_cams[:, :3, 2],
@@ -101,7 +101,7 @@ class Capture:
             gaps=frozenset(i for i in range(1, len(order)) if order[i] - order[i - 1] > 1))
 
     def heldout_pngs(self) -> list[Path]:
-        return sorted(self.ws.path("splats/heldout").glob("*.png"))
+        return sorted(self.ws.path(HELDOUT_DIR).glob("*.png"))
 
 
 def failure_notice(state: StageState) -> str:

@@ -8,33 +8,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twinscan.layout import (COLLISION, COLLISION_CONFIDENCE, FLOOR, FRAMES_JSON, HELDOUT_DIR, PROBES_PNG, SFM_DIR,
+                             STAGES, TWIN, VISUAL_COLOURS)
 from twinscan.recon.sfm.markers import MIN_VIEWS
 from twinscan.report import figures
 from twinscan.report.capture import Capture
 from twinscan.report.markup import details, esc, fmt, img, notice, size, table
 from twinscan.report.overview import problems, stage_table
 from twinscan.report.plan import FLOOR_COLOUR, MARKER_COLOUR, PATH_COLOUR, plan_svg
-from twinscan.workspace import STAGE_ORDER
 
 MAX_THUMBNAILS = 40
 THUMBNAIL_HEIGHT = 144  # shown about 70 px high: sharp on high-density screens
 MAX_HELDOUT = 6
 HELDOUT_PANEL_WIDTH = 480
 MESH_RENDER_SIZE = (800, 500)
-VISUAL_MESH, COLLISION_MESH, FLOOR_MESH = "mesh/visual_colours.ply", "mesh/collision.obj", "mesh/floor.obj"
-COLLISION_CONFIDENCE = "mesh/collision_confidence.npy"
 TRUSTED_RGB, DOUBTFUL_RGB, UNCERTAIN_RGB = np.array([64, 160, 90]), np.array([230, 170, 60]), (214, 76, 60)
 COLLISION_RGB, FLOOR_RGB = (150, 172, 196), (205, 196, 178)
-TWIN = "twin.usda"
 
 
 # ---- frames -----------------------------------------------------------------------------------------------------
 
 def frames_strip(capture: Capture) -> str:
-    if (gate := capture.gate("frames", "frames.json")) is not None:
+    if (gate := capture.gate("frames", FRAMES_JSON)) is not None:
         return gate
     entries = capture.frames()
-    registered = capture.registered_names() if capture.states["sfm"].done and capture.ws.path("sfm").exists() else None
+    registered = capture.registered_names() if capture.states["sfm"].done and capture.ws.path(SFM_DIR).exists() else None
     shown = [entries[round(i)] for i in np.linspace(0, len(entries) - 1, min(MAX_THUMBNAILS, len(entries)))]
     tiles = []
     for entry in shown:
@@ -84,7 +82,7 @@ def top_down(capture: Capture) -> str:
 # ---- held-out renders -------------------------------------------------------------------------------------------
 
 def heldout(capture: Capture) -> str:
-    if (gate := capture.gate("splats", "splats/heldout")) is not None:
+    if (gate := capture.gate("splats", HELDOUT_DIR)) is not None:
         return gate
     f = capture.states["splats"].figures
     pngs = capture.heldout_pngs()
@@ -122,13 +120,13 @@ def _layer(path, rgb: tuple[int, int, int] | None = None) -> figures.MeshLayer:
 
 
 def mesh_preview(capture: Capture) -> str:
-    if (gate := capture.gate("mesh", VISUAL_MESH, COLLISION_MESH)) is not None:
+    if (gate := capture.gate("mesh", VISUAL_COLOURS, COLLISION)) is not None:
         return gate
     width, height = MESH_RENDER_SIZE
-    visual = _layer(capture.ws.path(VISUAL_MESH))
-    collision = [_layer(capture.ws.path(COLLISION_MESH), COLLISION_RGB)]
-    if capture.ws.path(FLOOR_MESH).exists():
-        collision.append(_layer(capture.ws.path(FLOOR_MESH), FLOOR_RGB))
+    visual = _layer(capture.ws.path(VISUAL_COLOURS))
+    collision = [_layer(capture.ws.path(COLLISION), COLLISION_RGB)]
+    if capture.ws.path(FLOOR).exists():
+        collision.append(_layer(capture.ws.path(FLOOR), FLOOR_RGB))
     K, world_from_cam = figures.oblique_camera(visual.vertices, width, height)
     panels = []
     for layers, caption in (([visual], "visual mesh, vertex colours"),
@@ -218,7 +216,7 @@ def usd_summary(capture: Capture) -> str:
 def physics_check(capture: Capture) -> str:
     state = capture.states["check"]
     gate = capture.gate("check")
-    probes_png = capture.ws.path("check/probes.png")
+    probes_png = capture.ws.path(PROBES_PNG)
     failed_with_plot = state.status == "failed" and probes_png.exists()
     if gate is not None and not failed_with_plot:
         return gate
@@ -248,7 +246,7 @@ def physics_check(capture: Capture) -> str:
 
 def provenance(capture: Capture) -> str:
     parts = []
-    for name in STAGE_ORDER:
+    for name in STAGES:
         record = capture.states[name].record
         if not record:
             continue

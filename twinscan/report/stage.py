@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from twinscan.atomic import write_bytes
+from twinscan.layout import REPORT
 from twinscan.report.build import build_report
 from twinscan.workspace import Workspace
-
-REPORT = "report.html"
 
 
 def write_report(ws: Workspace) -> Path:

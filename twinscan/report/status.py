@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twinscan.workspace import STAGE_ORDER
+from twinscan.layout import STAGES
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def stage_states(manifest: dict[str, Any]) -> dict[str, StageState]:
     (the report is written under its lock) is a run that was killed: 'interrupted'."""
     stages = manifest.get("stages", {})
     states = {}
-    for name in STAGE_ORDER:
+    for name in STAGES:
         record = stages.get(name)
         if record is None:
             states[name] = StageState(name, "not run")

@@ -11,6 +11,7 @@ import trimesh
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply, split_similarity, transform
+from twinscan.layout import TWIN
 from twinscan.usd_export.content import (ExportOptions, FloorArea, PhysicsMaterial, ScaleSource, TwinContent,
                                          TwinMetadata)
 from twinscan.usd_export.inspection import summarize, validation_errors
@@ -87,14 +88,14 @@ def package_from_ply_workspace(workdir: str | Path, ply_path: str | Path, mesh_p
     try:
         with ws.run_stage("usd", params, inputs, tool_versions("usd-core", "trimesh")) as run:
             run.warnings.extend(from_ply_warnings(mesh_path, "arbitrary"))
-            written = package_from_ply(ply_path, ws.path("twin.usda"), mesh_path=mesh_path, options=options,
+            written = package_from_ply(ply_path, ws.path(TWIN), mesh_path=mesh_path, options=options,
                                        physics_material=physics_material)
-            errors = validation_errors(ws.path("twin.usda"))
+            errors = validation_errors(ws.path(TWIN))
             if errors:
                 raise TwinscanError(f"the written twin does not validate: {errors[0]}",
                                     "check the PLY's attributes (a 3DGS export) and the mesh")
-            summary = summarize(ws.path("twin.usda"))
-            run.outputs = ["twin.usda", *([written.name] if written.suffix == ".usdz" else [])]
+            summary = summarize(ws.path(TWIN))
+            run.outputs = [TWIN, *([written.name] if written.suffix == ".usdz" else [])]
             run.figures.update({key: summary[key] for key in (
                 "splats", "sh_degree", "collision_triangles", "colliders", "meters_per_unit", "up_axis")}
                 | {"validation_errors": 0, "scale_source": "arbitrary", **asdict(physics_material)})

@@ -17,17 +17,14 @@ import trimesh
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
+from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, FRAMES_JSON, MESH_DIR, MESH_SUMMARY, SPLATS_PLY, TWIN,
+                             UNDISTORTED_CAMERAS, VISUAL_COLOURS, VISUAL_OBJ)
 from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, PhysicsMaterial, ScaleSource,
                                          TwinContent, TwinMetadata)
 from twinscan.usd_export.inspection import summarize, validation_errors
 from twinscan.usd_export.twin import write_twin
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
-SPLATS = "splats/splats.ply"
-BACKGROUND_SPLATS = "splats/background.ply"  # splats outside the captured region, when there are any
-MESH_DIR = "mesh"
-CAMERAS = "sfm/undistorted/sparse"  # PINHOLE cameras of the images the splats were trained on
-TWIN = "twin.usda"
 FIGURES_FROM = {"frames": ("kept", "decoded"), "sfm": ("registered", "mean_reprojection_error_px"),
                 "splats": ("psnr", "ssim", "num_gaussians"), "mesh": ("collision_faces", "visual_faces")}
 
@@ -54,11 +51,11 @@ class UsdConfig:
 
 def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any]:
     """Write OUT/twin.usda from the workspace; skipped when its inputs and config are unchanged."""
-    splats = ws.path(SPLATS)
+    splats = ws.path(SPLATS_PLY)
     if not splats.exists():
         raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
-    inputs = {SPLATS: fingerprint(splats)}
-    for optional in (BACKGROUND_SPLATS, MESH_DIR, CAMERAS):
+    inputs = {SPLATS_PLY: fingerprint(splats)}
+    for optional in (BACKGROUND_PLY, MESH_DIR, UNDISTORTED_CAMERAS):
         if ws.path(optional).exists():
             inputs[optional] = fingerprint(ws.path(optional))
     if not force and ws.is_done("usd", cfg, inputs):
@@ -88,13 +85,12 @@ def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any
 
 def workspace_content(ws: Workspace) -> TwinContent:
     """Gather splats, meshes, cameras and provenance from the workspace."""
-    gaussians = read_ply(ws.path(SPLATS))
-    background = read_ply(ws.path(BACKGROUND_SPLATS)) if ws.path(BACKGROUND_SPLATS).exists() else None
-    mesh_dir = ws.path(MESH_DIR)
-    summary = json.loads((mesh_dir / "mesh.json").read_text()) if (mesh_dir / "mesh.json").exists() else {}
-    collision = _load_mesh(mesh_dir / "collision.obj")
-    visual, texture = _load_visual(mesh_dir)
-    convex = tuple(_load_mesh(p) for p in sorted((mesh_dir / "convex").glob("part_*.obj")))
+    gaussians = read_ply(ws.path(SPLATS_PLY))
+    background = read_ply(ws.path(BACKGROUND_PLY)) if ws.path(BACKGROUND_PLY).exists() else None
+    summary = json.loads(ws.path(MESH_SUMMARY).read_text()) if ws.path(MESH_SUMMARY).exists() else {}
+    collision = _load_mesh(ws.path(COLLISION))
+    visual, texture = _load_visual(ws)
+    convex = tuple(_load_mesh(p) for p in sorted(ws.path(CONVEX_DIR).glob("*.obj")))
     return TwinContent(
         gaussians=gaussians, background=background, collision_mesh=collision, convex_parts=convex, visual_mesh=visual,
         visual_texture=texture, cameras=_camera_track(ws), floor=_floor_area(summary, gaussians.means),
@@ -107,16 +103,16 @@ def _load_mesh(path: Path) -> trimesh.Trimesh | None:
     return trimesh.load(path, force="mesh", process=False)
 
 
-def _load_visual(mesh_dir: Path) -> tuple[trimesh.Trimesh | None, Path | None]:
+def _load_visual(ws: Workspace) -> tuple[trimesh.Trimesh | None, Path | None]:
     """The textured OBJ with its atlas when one was baked, else the vertex-coloured PLY."""
-    obj = mesh_dir / "visual.obj"
+    obj = ws.path(VISUAL_OBJ)
     if obj.exists():
         mesh = trimesh.load(obj, force="mesh", process=False)
         material = getattr(mesh.visual, "material", None)
-        textures = sorted(p for p in mesh_dir.glob("*") if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
+        textures = sorted(p for p in ws.path(MESH_DIR).glob("*") if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
         if getattr(mesh.visual, "uv", None) is not None and textures and material is not None:
             return mesh, textures[0]
-    return _load_mesh(mesh_dir / "visual_colours.ply"), None
+    return _load_mesh(ws.path(VISUAL_COLOURS)), None
 
 
 def _floor_area(mesh_summary: dict, means: np.ndarray) -> FloorArea:
@@ -131,12 +127,12 @@ def _floor_area(mesh_summary: dict, means: np.ndarray) -> FloorArea:
 
 def _camera_track(ws: Workspace) -> CameraTrack | None:
     """The registered frames' cameras in capture order, with their video times."""
-    if not ws.path(CAMERAS).exists():
+    if not ws.path(UNDISTORTED_CAMERAS).exists():
         return None
     import pycolmap
 
-    model = pycolmap.Reconstruction(str(ws.path(CAMERAS)))
-    times = {Path(r["file"]).name: r.get("time_s") for r in json.loads(ws.path("frames.json").read_text())}
+    model = pycolmap.Reconstruction(str(ws.path(UNDISTORTED_CAMERAS)))
+    times = {Path(r["file"]).name: r.get("time_s") for r in json.loads(ws.path(FRAMES_JSON).read_text())}
     images = sorted(model.images.values(), key=lambda image: (times.get(image.name) or 0.0, image.name))
     if not images:
         return None

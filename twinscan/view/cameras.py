@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-TRANSFORMS = "transforms.json"
+from twinscan.layout import TRANSFORMS
+
 THUMBNAIL_WIDTH = 96
 MAX_CAMERAS = 60  # more frustums than this only clutter the view; every k-th is drawn
 

@@ -11,11 +11,6 @@ import numpy as np
 
 from twinscan.errors import TwinscanError
 
-VISUAL_GLB = "mesh/visual.glb"
-COLLISION = "mesh/collision.obj"
-FLOOR = "mesh/floor.obj"
-# A per-face confidence in [0, 1] (1: sure), one value per collision face, where the mesh stage writes one.
-CONFIDENCE = "mesh/collision_confidence.npy"
 COLLIDER_RGB = (255, 140, 30)  # uniform collider colour when no confidence is recorded
 FLOOR_RGB = (120, 160, 200)
 CONFIDENCE_BINS = 5

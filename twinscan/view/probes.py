@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from twinscan.check.stage import PROBES
+from twinscan.layout import PROBES_JSON
 from twinscan.view.meshes import Triangles
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def load_probes(root: Path, manifest: dict[str, Any], colliders: list[Triangles]
     params = record.get("params") or {}
     size = float(params.get("probe_size_m", 0.2))
     summary = recorded_summary(manifest)
-    recorded = load_recorded(root / PROBES, size)
+    recorded = load_recorded(root / PROBES_JSON, size)
     if recorded is not None:
         return Probes(recorded, size, True, summary + " (shown where they came to rest)")
     planned = plan_probes(colliders, size, params)

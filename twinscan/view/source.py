@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from twinscan.errors import TwinscanError
-from twinscan.workspace import MANIFEST
+from twinscan.layout import MANIFEST, SPLATS_PLY
 
-SPLATS = "splats/splats.ply"
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
 
 
@@ -23,7 +22,7 @@ def workspace_root(path: Path) -> Path:
     if not (root / MANIFEST).is_file():
         raise TwinscanError(f"{root} is not a twinscan workspace (no {MANIFEST})",
                             "pass the folder made by `twinscan capture VIDEO -o OUT` (twin.usda must sit in it)")
-    if not (root / SPLATS).is_file():
-        raise TwinscanError(f"{root} has no splats ({SPLATS} is missing)",
+    if not (root / SPLATS_PLY).is_file():
+        raise TwinscanError(f"{root} has no splats ({SPLATS_PLY} is missing)",
                             f"run `twinscan splats {root}` (or `twinscan capture` again) first")
     return root

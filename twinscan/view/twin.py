@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from twinscan.gaussians import read_ply
+from twinscan.layout import COLLISION, COLLISION_CONFIDENCE, FLOOR, SPLATS_PLY, VISUAL_GLB
 from twinscan.view.cameras import CaptureCamera, load_cameras
-from twinscan.view.meshes import (COLLISION, CONFIDENCE, FLOOR, VISUAL_GLB, ColouredPart, Triangles, collider_parts,
-                                  load_confidence, load_triangles)
-from twinscan.view.source import SPLATS, workspace_root
+from twinscan.view.meshes import ColouredPart, Triangles, collider_parts, load_confidence, load_triangles
+from twinscan.view.source import workspace_root
 from twinscan.view.splats import DEFAULT_MAX_SPLATS, SplatLayer, splat_layer
 from twinscan.workspace import Workspace
 
@@ -74,9 +74,9 @@ def load_twin(path: Path, max_splats: int = DEFAULT_MAX_SPLATS) -> TwinView:
     """Read the workspace (or the workspace of a twin.usda) that `path` names. Raises TwinscanError."""
     root = workspace_root(Path(path))
     manifest = Workspace(root).manifest()
-    splats = splat_layer(read_ply(root / SPLATS), max_splats)
+    splats = splat_layer(read_ply(root / SPLATS_PLY), max_splats)
     colliders = load_triangles(root / COLLISION)
-    confidence = load_confidence(root / CONFIDENCE, colliders.count) if colliders is not None else None
+    confidence = load_confidence(root / COLLISION_CONFIDENCE, colliders.count) if colliders is not None else None
     visual = root / VISUAL_GLB
     world = manifest.get("world") or {}
     return TwinView(

@@ -20,7 +20,8 @@ from twinscan import atomic
 from twinscan.errors import TwinscanError
 from twinscan.recon.sfm.nerfstudio import read_transforms
 from twinscan.recon.sfm.reconstruct import model_figures, triangulate_known_poses
-from twinscan.recon.sfm.stage import FRAMES_DIR, VERSIONS, WORLD_INFO, align_to_world, write_outputs
+from twinscan.layout import FRAMES_DIR, FRAMES_JSON, SFM_WORK_PREFIX
+from twinscan.recon.sfm.stage import VERSIONS, WORLD_INFO, align_to_world, write_outputs
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -44,8 +45,8 @@ def _adopt_images(ws: Workspace, sources: dict[str, Path]) -> None:
         if target.resolve() != source.resolve():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-    if not ws.path("frames.json").exists():
-        atomic.write_json(ws.path("frames.json"), [
+    if not ws.path(FRAMES_JSON).exists():
+        atomic.write_json(ws.path(FRAMES_JSON), [
             {"file": f"{FRAMES_DIR}/{name}", "source_index": index, "time_s": None, "sharpness": None,
              "motion": None} for index, name in enumerate(sorted(sources))])
 
@@ -58,7 +59,7 @@ def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> 
               **({"triangulation": cfg} if triangulate else {})}
     with ws.run_stage("sfm", params, {"source": fingerprint(source)}, tool_versions(*VERSIONS)) as run:
         if triangulate:
-            with tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work.tmp-") as work:
+            with tempfile.TemporaryDirectory(dir=ws.root, prefix=SFM_WORK_PREFIX) as work:
                 model = triangulate_known_poses(model, ws.path(FRAMES_DIR), Path(work), cfg)
         run.figures.update(model_figures(model, model.num_images()))
         if align:

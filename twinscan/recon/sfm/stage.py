@@ -17,6 +17,8 @@ import numpy as np
 
 from twinscan.atomic import atomic_dir, require_free_space
 from twinscan.errors import TwinscanError
+from twinscan.layout import (FRAMES_DIR, FRAMES_JSON, SFM_DIR, SFM_PARTIAL, SFM_WORK_PREFIX, TRANSFORMS, UNDISTORTED,
+                             inside)
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.continuity import off_path_frames
@@ -26,16 +28,12 @@ from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstru
 from twinscan.recon.sfm.world_frame import Similarity, anchored_at_marker, camera_up, world_from_raw
 from twinscan.workspace import StageRun, Workspace, fingerprint, tool_versions
 
-FRAMES_DIR = "frames"
-MODEL_DIR = "sfm"
-PARTIAL_DIR = "sfm.incomplete"
-TRANSFORMS = "transforms.json"
 VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
 WORLD_INFO = ("world_from_colmap", "scale_source", "scale", "origin")  # the manifest's "world" entry
 
 
 def _frame_entries(ws: Workspace) -> list[dict[str, Any]]:
-    path = ws.path("frames.json")
+    path = ws.path(FRAMES_JSON)
     if not path.exists():
         raise TwinscanError(f"{path} does not exist", "run `twinscan frames VIDEO -o OUT` first")
     try:
@@ -142,12 +140,12 @@ def write_outputs(ws: Workspace, model, image_dir: Path) -> list[str]:
     """OUT/sfm/ (model + undistorted images) and OUT/transforms.json, each complete or absent."""
     import pycolmap
 
-    with atomic_dir(ws.path(MODEL_DIR)) as tmp:
+    with atomic_dir(ws.path(SFM_DIR)) as tmp:
         model.write(tmp)
         pycolmap.logging.minloglevel = pycolmap.logging.ERROR
-        pycolmap.undistort_images(tmp / "undistorted", tmp, image_dir)
+        pycolmap.undistort_images(tmp / inside(SFM_DIR, UNDISTORTED), tmp, image_dir)
     write_transforms(model, ws.path(TRANSFORMS), image_prefix=f"{FRAMES_DIR}/")
-    return [MODEL_DIR, TRANSFORMS]
+    return [SFM_DIR, TRANSFORMS]
 
 
 def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any]:
@@ -157,7 +155,7 @@ def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any
     """
     names = frame_names(ws)
     image_dir = ws.path(FRAMES_DIR)
-    inputs = {"frames.json": fingerprint(ws.path("frames.json")), "frames": fingerprint(image_dir)}
+    inputs = {FRAMES_JSON: fingerprint(ws.path(FRAMES_JSON)), FRAMES_DIR: fingerprint(image_dir)}
     if not force and ws.is_done("sfm", cfg, inputs):
         return ws.stage_record("sfm")["figures"]
     with ws.run_stage("sfm", cfg, inputs, tool_versions(*VERSIONS)) as run:
@@ -169,7 +167,7 @@ def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any
 
 def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], image_dir: Path, run: StageRun) -> None:
     with progress_bar("sfm", total=5) as advance, \
-            tempfile.TemporaryDirectory(dir=ws.root, prefix=".sfm-work.tmp-") as work:
+            tempfile.TemporaryDirectory(dir=ws.root, prefix=SFM_WORK_PREFIX) as work:
         model = reconstruct(image_dir, names, Path(work), cfg, advance)
         if model is None:
             raise TwinscanError(f"no reconstruction from {len(names)} frames: too few features matched",
@@ -182,11 +180,11 @@ def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], imag
         run.figures.update(model_figures(model, len(names)) | {"mapper": cfg.mapper, "matching": cfg.matching,
                                                                "off_path_frames": len(off_path)})
         if model.num_reg_images() < cfg.min_registered * len(names):
-            with atomic_dir(ws.path(PARTIAL_DIR)) as tmp:
+            with atomic_dir(ws.path(SFM_PARTIAL)) as tmp:
                 model.write(tmp)
             raise TwinscanError(
                 f"only {model.num_reg_images()}/{len(names)} frames registered "
-                f"(below {cfg.min_registered:.0%}); partial model kept in {ws.path(PARTIAL_DIR)}",
+                f"(below {cfg.min_registered:.0%}); partial model kept in {ws.path(SFM_PARTIAL)}",
                 "walk slower, avoid blank walls, add light, keep textured things in view")
         _, world_figures, warnings = align_to_world(model, image_dir, cfg)
         advance(1, status="aligned to the world frame")
@@ -194,5 +192,5 @@ def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], imag
         run.warnings.extend(warnings)
         ws.set_info("world", {key: world_figures[key] for key in WORLD_INFO})
         run.outputs.extend(write_outputs(ws, model, image_dir))
-        shutil.rmtree(ws.path(PARTIAL_DIR), ignore_errors=True)  # a failed earlier try's leftovers
+        shutil.rmtree(ws.path(SFM_PARTIAL), ignore_errors=True)  # a failed earlier try's leftovers
         advance(1, status="written")

@@ -22,19 +22,15 @@ from twinscan.errors import TwinscanError
 from twinscan.figures import format_figure
 from twinscan.gaussians import write_ply
 from twinscan.gaussians.crop import captured_region, crop_mask, outside_region
+from twinscan.layout import BACKGROUND_PLY, HELDOUT_DIR, SPLATS_CHECKPOINT, SPLATS_DIR, SPLATS_PLY, UNDISTORTED, inside
 from twinscan.progress import progress_bar
 from twinscan.recon.splats.backend import Backend, select_backend
 from twinscan.recon.splats.config import SplatsConfig
 from twinscan.recon.splats.params import gaussians_from_params
 from twinscan.recon.splats.trainer import TrainResult, evaluate, train_splats
-from twinscan.recon.splats.views import UNDISTORTED, TrainingViews, load_training_views
+from twinscan.recon.splats.views import TrainingViews, load_training_views
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
-SPLATS_DIR = "splats"
-PLY = "splats.ply"
-BACKGROUND_PLY = "background.ply"  # the splats outside the captured region (twinscan.gaussians.crop)
-HELDOUT = "heldout"
-CHECKPOINT = ".splats-checkpoint.pt"
 VERSIONS = ("torch", "gsplat", "numba", "numpy")
 
 
@@ -96,27 +92,27 @@ def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult,
     """splats.ply, background.ply (when any splat lies outside the captured region) and, per held-out
     view, a PNG of the render beside its ground truth."""
     with atomic_dir(ws.path(SPLATS_DIR)) as tmp:
-        write_ply(tmp / PLY, gaussians_from_params(result.params))
+        write_ply(tmp / inside(SPLATS_DIR, SPLATS_PLY), gaussians_from_params(result.params))
         if background is not None:
-            write_ply(tmp / BACKGROUND_PLY, gaussians_from_params(background))
-        (tmp / HELDOUT).mkdir()
+            write_ply(tmp / inside(SPLATS_DIR, BACKGROUND_PLY), gaussians_from_params(background))
+        heldout = tmp / inside(SPLATS_DIR, HELDOUT_DIR)
+        heldout.mkdir()
         for name, rendered in result.evaluation.renders.items():
             truth = (views.images[views.names.index(name)].numpy() * 255 + 0.5).astype(np.uint8)
             side_by_side = cv2.cvtColor(np.concatenate([rendered, truth], axis=1), cv2.COLOR_RGB2BGR)
-            png = tmp / HELDOUT / f"{Path(name).stem}.png"
+            png = heldout / f"{Path(name).stem}.png"
             if not cv2.imwrite(str(png), side_by_side):
                 raise TwinscanError(f"could not write {png}", "check that the output folder is writable and has space")
-    return [f"{SPLATS_DIR}/{PLY}", *([f"{SPLATS_DIR}/{BACKGROUND_PLY}"] if background is not None else []),
-            f"{SPLATS_DIR}/{HELDOUT}"]
+    return [SPLATS_PLY, *([BACKGROUND_PLY] if background is not None else []), HELDOUT_DIR]
 
 
 def run_splats(ws: Workspace, cfg: SplatsConfig, force: bool = False) -> dict[str, Any]:
     """Train the splats and write them; skipped (returning the recorded figures) when done before
     with the same config and SfM output. An interrupted run resumes from its checkpoint."""
-    inputs = {"sfm/undistorted": fingerprint(ws.path(UNDISTORTED))} if ws.path(UNDISTORTED).exists() else {}
+    inputs = {UNDISTORTED: fingerprint(ws.path(UNDISTORTED))} if ws.path(UNDISTORTED).exists() else {}
     if not force and ws.is_done("splats", cfg, inputs):
         return ws.stage_record("splats")["figures"]
-    checkpoint = ws.path(CHECKPOINT)
+    checkpoint = ws.path(SPLATS_CHECKPOINT)
     with ws.run_stage("splats", cfg, inputs, tool_versions(*VERSIONS)) as run:
         if force:
             checkpoint.unlink(missing_ok=True)

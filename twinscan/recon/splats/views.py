@@ -11,9 +11,9 @@ import torch
 from torch import Tensor
 
 from twinscan.errors import TwinscanError
+from twinscan.layout import UNDISTORTED, UNDISTORTED_CAMERAS, UNDISTORTED_IMAGES
 from twinscan.workspace import Workspace
 
-UNDISTORTED = "sfm/undistorted"  # written by the sfm stage: images/ + sparse/ (PINHOLE, twin frame)
 
 
 @dataclass
@@ -97,8 +97,8 @@ def load_training_views(ws: Workspace, max_side: int) -> TrainingViews:
     """OUT/sfm/undistorted/ (written by the sfm stage) as training views."""
     import pycolmap
 
-    root = ws.path(UNDISTORTED)
-    if not (root / "sparse").is_dir() or not (root / "images").is_dir():
-        raise TwinscanError(f"{root} is missing: the splats stage needs the sfm stage's undistorted images",
-                            f"run `twinscan sfm {ws.root}` first")
-    return views_from_reconstruction(pycolmap.Reconstruction(root / "sparse"), root / "images", max_side)
+    if not ws.path(UNDISTORTED_CAMERAS).is_dir() or not ws.path(UNDISTORTED_IMAGES).is_dir():
+        raise TwinscanError(f"{ws.path(UNDISTORTED)} is missing: the splats stage needs the sfm stage's undistorted "
+                            f"images", f"run `twinscan sfm {ws.root}` first")
+    return views_from_reconstruction(pycolmap.Reconstruction(ws.path(UNDISTORTED_CAMERAS)), ws.path(UNDISTORTED_IMAGES),
+                                     max_side)
