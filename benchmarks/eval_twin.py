@@ -33,8 +33,10 @@ from twinscan.check.colliders import collider_surface
 from twinscan.meshing import metrics
 from twinscan.meshing.raycast import render_mesh_views
 from twinscan.recon.sfm.evaluate import pose_error
+from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.recon.sfm.stage import posed_cameras
 from twinscan.synth import load_ground_truth
+from twinscan.workspace import Workspace
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "factory_cell"
 
@@ -43,8 +45,7 @@ def twin_from_scene(ws: Path, truth, frames: dict[str, int]) -> np.ndarray:
     """(4, 4) similarity from the generator's frame to the twin's: the marker's frame, when the sfm stage
     anchored the twin there; else (no marker triangulated: arbitrary scale and yaw) the similarity that
     takes the true kept cameras onto the SfM's, which flatters the twin by the alignment, so it is said."""
-    origin = json.loads((ws / "manifest.json").read_text()).get("world", {}).get("origin", "")
-    if origin == f"marker {truth.marker.id}":
+    if read_sfm_record(Workspace(ws)).world.marker_id == truth.marker.id:
         return np.linalg.inv(truth.marker.world_from_marker)
     model = pycolmap.Reconstruction(ws / "sfm")
     names = sorted(image.name for image in model.images.values() if image.has_pose)

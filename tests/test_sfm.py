@@ -25,6 +25,7 @@ from twinscan.meshing.metrics import surface_distance
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV, OPENCV_KEYS, read_transforms, write_transforms
 from twinscan.recon.sfm.reconstruct import loop_pairs
 from twinscan.layout import SFM_PARTIAL as PARTIAL_DIR
+from twinscan.recon.sfm.record import ScaleSource, read_sfm_record
 from twinscan.recon.sfm.stage import drop_off_path_frames, posed_cameras
 from twinscan.recon.sfm.world_frame import (Similarity, anchored_at_marker, camera_up, covers_area, fit_floor_plane,
                                             rotation_between, world_from_raw)
@@ -300,7 +301,7 @@ def test_fountain_poses_match_ground_truth(fountain_run):
     assert error.relative_rmse < 0.005
     assert error.rotation_max_deg < 1.0  # ~0.5: the principal point is held at the image centre
     assert figures["scale"] == "arbitrary" and "arbitrary" in ws.stage_record("sfm")["warnings"][0]
-    assert ws.manifest()["world"]["scale_source"] == "none"
+    assert read_sfm_record(ws).world.scale_source == ScaleSource.NONE
     undistorted = ws.path("sfm/undistorted")
     assert len(list((undistorted / "images").glob("*.jpg"))) == 11
     assert pycolmap.Reconstruction(undistorted / "sparse").num_reg_images() == 11
@@ -389,7 +390,7 @@ def test_synthetic_walkthrough_meets_the_acceptance(synthetic_run):
     assert unaligned.position_rmse <= 0.03 and unaligned.rotation_max_deg <= 1.0
     assert figures["origin"] == f"marker {truth.marker.id}" and abs(figures["marker_centre_z_m"]) <= 0.01
     assert figures["scale"] == "metric" and figures["scale_source"].startswith("markers 4x4_50")
-    assert ws.manifest()["world"]["world_from_colmap"]["scale"] == figures["world_from_colmap"]["scale"]
+    assert read_sfm_record(ws).world.world_from_colmap["scale"] == figures["world_from_colmap"]["scale"]
     assert figures["off_path_frames"] == 0
 
 

@@ -289,15 +289,22 @@ def test_bad_inputs_raise_twinscan_error(tmp_path: Path) -> None:
 
 
 def test_the_twin_carries_every_figure_its_provenance_promises(smoke_capture):
-    """Each figure `FIGURES_FROM` names is in the twin's customLayerData, with the stage's own value: a
-    misspelt key (sfm's reprojection error was asked for without its `_px`) was dropped without a word."""
+    """Each figure `FIGURES_FROM` and `SFM_FIGURES` name is in the twin's customLayerData, with the stage's
+    own value: a misspelt key (sfm's reprojection error was asked for without its `_px`) was dropped
+    without a word. The sfm part comes from the stage's typed record, as do the scale source and origin."""
+    from twinscan.recon.sfm.record import ScaleSource, read_sfm_record
     from twinscan.usd_export.inspection import summarize
-    from twinscan.usd_export.stage import FIGURES_FROM
+    from twinscan.usd_export.stage import FIGURES_FROM, SFM_FIGURES
     from twinscan.workspace import Workspace
 
-    figures = summarize(smoke_capture / "twin.usda")["figures"]
+    summary = summarize(smoke_capture / "twin.usda")
+    figures = summary["figures"]
     ws = Workspace(smoke_capture)
-    for stage, keys in FIGURES_FROM.items():
+    for stage, keys in [*FIGURES_FROM.items(), ("sfm", SFM_FIGURES)]:
         for key in keys:
             assert figures[f"{stage}_{key}"] == pytest.approx(ws.stage_record(stage)["figures"][key]), key
     assert figures["sfm_mean_reprojection_error_px"] > 0
+    record = read_sfm_record(ws)
+    assert figures["sfm_registered"] == record.registered > 0
+    assert record.world.scale_source == ScaleSource.MARKER and record.world.metric  # the tiny capture's marker
+    assert summary["scale_source"] == "marker"

@@ -17,6 +17,7 @@ from twinscan.meshing.render import render_depth_views
 from twinscan.meshing.support import supported_splats
 from twinscan.meshing.views import DepthViews
 from twinscan.progress import progress_bar
+from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
 VERSIONS = ("open3d", "trimesh", "xatlas", "coacd", "numpy")
@@ -55,7 +56,7 @@ def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.nda
         raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
     cameras = load_training_views(ws, cfg.render_max_side)
     gaussians = read_ply(splats)
-    floor_found = (ws.stage_record("sfm") or {}).get("figures", {}).get("floor_found", False)
+    floor_found = read_sfm_record(ws).world.floor_found
     supported = supported_splats(gaussians.means, gaussians.quats, gaussians.log_scales, cameras.points,
                                  floor_found)
     height, width = cameras.images[0].shape[:2]

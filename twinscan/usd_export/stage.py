@@ -19,14 +19,19 @@ from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
 from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, FRAMES_JSON, MESH_DIR, MESH_SUMMARY, SPLATS_PLY, TWIN,
                              UNDISTORTED_CAMERAS, VISUAL_COLOURS, VISUAL_OBJ)
+from twinscan.recon.sfm.record import ScaleSource as RecordedScale
+from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, PhysicsMaterial, ScaleSource,
                                          TwinContent, TwinMetadata)
 from twinscan.usd_export.inspection import summarize, validation_errors
 from twinscan.usd_export.twin import write_twin
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
-FIGURES_FROM = {"frames": ("kept", "decoded"), "sfm": ("registered", "mean_reprojection_error_px"),
-                "splats": ("psnr", "ssim", "num_gaussians"), "mesh": ("collision_faces", "visual_faces")}
+FIGURES_FROM = {"frames": ("kept", "decoded"), "splats": ("psnr", "ssim", "num_gaussians"),
+                "mesh": ("collision_faces", "visual_faces")}  # the sfm stage's come from its record
+SFM_FIGURES = ("registered", "mean_reprojection_error_px")  # fields of SfmRecord
+TWIN_SCALE_SOURCE: dict[RecordedScale, ScaleSource] = {RecordedScale.MARKER: "marker", RecordedScale.MANUAL: "manual",
+                                                      RecordedScale.IMPORTED: "arbitrary", RecordedScale.NONE: "arbitrary"}
 
 
 @dataclass(frozen=True)
@@ -145,21 +150,12 @@ def _camera_track(ws: Workspace) -> CameraTrack | None:
 
 
 def _metadata(ws: Workspace) -> TwinMetadata:
-    manifest = ws.manifest()
-    stages = manifest.get("stages", {})
+    """Provenance: the sfm stage's record (frame, scale, accuracy) and the other stages' figures."""
+    stages = ws.manifest().get("stages", {})
     source = (stages.get("frames", {}).get("inputs") or {}).get("video", "")
-    world = manifest.get("world") or {}
-    scale_source = str(world.get("scale_source", "arbitrary"))
+    sfm = read_sfm_record(ws)
     figures = {f"{stage}_{key}": stages[stage]["figures"][key] for stage, keys in FIGURES_FROM.items()
                for key in keys if isinstance(stages.get(stage, {}).get("figures", {}).get(key), (int, float))}
-    return TwinMetadata(source_sha256=source, scale_source=_scale_source(scale_source),
-                        origin=str(world.get("origin", "")), figures=figures)
-
-
-def _scale_source(recorded: str) -> ScaleSource:
-    """The sfm stage records e.g. "markers 4x4_50 (1 triangulated)", "user scale" or "none"."""
-    if recorded.startswith("marker"):
-        return "marker"
-    if recorded.startswith("user"):
-        return "manual"
-    return "arbitrary"
+    figures |= {f"sfm_{key}": getattr(sfm, key) for key in SFM_FIGURES}
+    return TwinMetadata(source_sha256=source, scale_source=TWIN_SCALE_SOURCE[sfm.world.scale_source],
+                        origin=sfm.world.origin, figures=figures)

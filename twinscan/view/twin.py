@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from twinscan.gaussians import read_ply
-from twinscan.layout import COLLISION, COLLISION_CONFIDENCE, FLOOR, SPLATS_PLY, VISUAL_GLB
+from twinscan.layout import COLLISION, COLLISION_CONFIDENCE, FLOOR, SFM_RECORD, SPLATS_PLY, VISUAL_GLB
+from twinscan.recon.sfm.record import WorldFrame, read_sfm_record
 from twinscan.view.cameras import CaptureCamera, load_cameras
 from twinscan.view.meshes import ColouredPart, Triangles, collider_parts, load_confidence, load_triangles
 from twinscan.view.source import workspace_root
@@ -55,30 +56,26 @@ class TwinView:
         return notices
 
 
-def _marker(manifest: dict[str, Any]) -> Marker | None:
-    origin = str((manifest.get("world") or {}).get("origin", ""))
+def _marker(manifest: dict[str, Any], world: WorldFrame | None) -> Marker | None:
     sfm = (manifest.get("stages") or {}).get("sfm") or {}
     params, figures = sfm.get("params") or {}, sfm.get("figures") or {}
-    if not origin.startswith("marker ") or not params.get("marker_size"):
-        return None
-    try:
-        marker_id = int(origin.split()[1])
-    except (IndexError, ValueError):
+    if world is None or world.marker_id is None or not params.get("marker_size"):
         return None
     dictionary = str(params.get("marker_dict", "4x4_50"))
-    return Marker(f"{origin} ({dictionary}, {float(params['marker_size']):.2f} m)", marker_id, dictionary,
+    return Marker(f"{world.origin} ({dictionary}, {float(params['marker_size']):.2f} m)", world.marker_id, dictionary,
                   float(params["marker_size"]), float(figures.get("marker_centre_z_m", 0.0)))
 
 
 def load_twin(path: Path, max_splats: int = DEFAULT_MAX_SPLATS) -> TwinView:
     """Read the workspace (or the workspace of a twin.usda) that `path` names. Raises TwinscanError."""
     root = workspace_root(Path(path))
-    manifest = Workspace(root).manifest()
+    ws = Workspace(root)
+    manifest = ws.manifest()
+    world = read_sfm_record(ws).world if ws.path(SFM_RECORD).is_file() else None  # None: no sfm yet (or imported .ply)
     splats = splat_layer(read_ply(root / SPLATS_PLY), max_splats)
     colliders = load_triangles(root / COLLISION)
     confidence = load_confidence(root / COLLISION_CONFIDENCE, colliders.count) if colliders is not None else None
     visual = root / VISUAL_GLB
-    world = manifest.get("world") or {}
     return TwinView(
         root=root, manifest=manifest, splats=splats,
         visual_glb=visual.read_bytes() if visual.is_file() else None,
@@ -87,9 +84,9 @@ def load_twin(path: Path, max_splats: int = DEFAULT_MAX_SPLATS) -> TwinView:
         confidence_coloured=confidence is not None,
         floor=load_triangles(root / FLOOR),
         cameras=load_cameras(root),
-        marker=_marker(manifest),
-        metric=world.get("scale") == "metric" or (world.get("scale") is None and world.get("scale_source") not in (None, "none")),
-        origin=str(world.get("origin", "unknown")),
+        marker=_marker(manifest, world),
+        metric=world is not None and world.metric,
+        origin=world.origin if world is not None else "unknown",
     )
 
 

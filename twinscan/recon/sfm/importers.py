@@ -21,7 +21,8 @@ from twinscan.errors import TwinscanError
 from twinscan.recon.sfm.nerfstudio import read_transforms
 from twinscan.recon.sfm.reconstruct import model_figures, triangulate_known_poses
 from twinscan.layout import FRAMES_DIR, FRAMES_JSON, SFM_WORK_PREFIX
-from twinscan.recon.sfm.stage import VERSIONS, WORLD_INFO, align_to_world, write_outputs
+from twinscan.recon.sfm.record import ScaleSource, WorldFrame
+from twinscan.recon.sfm.stage import VERSIONS, align_to_world, write_outputs
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.workspace import Workspace, fingerprint, tool_versions
 
@@ -63,15 +64,14 @@ def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> 
                 model = triangulate_known_poses(model, ws.path(FRAMES_DIR), Path(work), cfg)
         run.figures.update(model_figures(model, model.num_images()))
         if align:
-            _, world_figures, warnings = align_to_world(model, ws.path(FRAMES_DIR), cfg)
+            world, world_figures, warnings = align_to_world(model, ws.path(FRAMES_DIR), cfg)
             run.figures.update(world_figures)
             run.warnings.extend(warnings)
-            ws.set_info("world", {key: world_figures[key] for key in WORLD_INFO})
         else:
             run.figures.update({"scale": "as imported", "scale_source": f"imported {source.name}"})
-            ws.set_info("world", {"world_from_colmap": None, "scale_source": f"imported {source.name}",
-                                  "scale": "as imported", "origin": "as imported"})
-        run.outputs.extend(write_outputs(ws, model, ws.path(FRAMES_DIR)))
+            world = WorldFrame(scale_source=ScaleSource.IMPORTED, metric=False, origin="as imported", marker_id=None,
+                               floor_found=False, world_from_colmap=None)
+        run.outputs.extend(write_outputs(ws, model, ws.path(FRAMES_DIR), world, run.figures))
     return run.figures
 
 

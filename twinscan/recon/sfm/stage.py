@@ -15,21 +15,21 @@ from typing import Any
 
 import numpy as np
 
-from twinscan.atomic import atomic_dir, require_free_space
+from twinscan.atomic import atomic_dir, require_free_space, write_json
 from twinscan.errors import TwinscanError
-from twinscan.layout import (FRAMES_DIR, FRAMES_JSON, SFM_DIR, SFM_PARTIAL, SFM_WORK_PREFIX, TRANSFORMS, UNDISTORTED,
-                             inside)
+from twinscan.layout import (FRAMES_DIR, FRAMES_JSON, SFM_DIR, SFM_PARTIAL, SFM_RECORD, SFM_WORK_PREFIX, TRANSFORMS,
+                             UNDISTORTED, inside)
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.continuity import off_path_frames
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transforms
 from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
-from twinscan.recon.sfm.world_frame import Similarity, anchored_at_marker, camera_up, world_from_raw
+from twinscan.recon.sfm.record import ScaleSource, SfmRecord, WorldFrame
+from twinscan.recon.sfm.world_frame import anchored_at_marker, camera_up, world_from_raw
 from twinscan.workspace import StageRun, Workspace, fingerprint, tool_versions
 
 VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
-WORLD_INFO = ("world_from_colmap", "scale_source", "scale", "origin")  # the manifest's "world" entry
 
 
 def _frame_entries(ws: Workspace) -> list[dict[str, Any]]:
@@ -65,34 +65,34 @@ def posed_cameras(model) -> np.ndarray:
 
 
 def metric_scale(model, image_dir: Path, cfg: SfmConfig
-                 ) -> tuple[float | None, str, dict[int, np.ndarray], dict[str, Any]]:
-    """(metres per model unit or None, scale source, triangulated markers {id: (4, 3) corners in the
-    model's frame}, figures) from --scale or the markers."""
+                 ) -> tuple[float | None, ScaleSource, str, dict[int, np.ndarray], dict[str, Any]]:
+    """(metres per model unit or None, scale source, the source in words, triangulated markers
+    {id: (4, 3) corners in the model's frame}, figures) from --scale or the markers."""
     if cfg.scale is not None:
-        return cfg.scale, "user scale", {}, {}
+        return cfg.scale, ScaleSource.MANUAL, "user scale", {}, {}
     if cfg.marker_size is None:
-        return None, "none", {}, {}
+        return None, ScaleSource.NONE, "none", {}, {}
     names = [image.name for image in model.images.values() if image.has_pose]
     detections = detect_markers(((name, image_dir / name) for name in names), cfg.marker_dict)
     markers = triangulate_markers(detections, model)
     figures: dict[str, Any] = {"marker_frames": len(detections), "markers_triangulated": len(markers)}
     if not markers:
-        return None, "none", markers, figures
+        return None, ScaleSource.NONE, "none", markers, figures
     scale = metres_per_unit(markers, cfg.marker_size)
     sides = np.concatenate([side_lengths(corners) for corners in markers.values()]) * scale
     figures["marker_side_spread_m"] = round(float(sides.std()), 5)
-    return scale, f"markers {cfg.marker_dict} ({len(markers)} triangulated)", markers, figures
+    return scale, ScaleSource.MARKER, f"markers {cfg.marker_dict} ({len(markers)} triangulated)", markers, figures
 
 
-def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[Similarity, dict[str, Any], list[str]]:
-    """Apply the twin-frame similarity to `model` in place; return it, figures and warnings.
+def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[WorldFrame, dict[str, Any], list[str]]:
+    """Apply the twin-frame similarity to `model` in place; return the frame it gave, figures and warnings.
 
     With markers, the origin and x axis are those of the lowest marker id; without, the origin is
     under the cameras' centroid and the yaw is arbitrary.
     """
     import pycolmap
 
-    scale, source, markers, figures = metric_scale(model, image_dir, cfg)
+    scale, source, source_words, markers, figures = metric_scale(model, image_dir, cfg)
     warnings = []
     if scale is None:
         warnings.append("no scale source (give --marker-size with a marker in view, or --scale): "
@@ -112,12 +112,15 @@ def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[Similarity, 
     model.transform(pycolmap.Sim3d(similarity.scale, pycolmap.Rotation3d(similarity.rotation),
                                    similarity.translation))
     up_gap = np.degrees(np.arccos(np.clip(similarity.rotation @ camera_up(world_from_cam) @ [0, 0, 1], -1, 1)))
-    figures.update({"scale": "metric" if scale is not None else "arbitrary", "scale_source": source,
+    figures.update({"scale": "metric" if scale is not None else "arbitrary", "scale_source": source_words,
                     "origin": origin, "floor_found": floor is not None,
                     "floor_points": int(floor.inliers.sum()) if floor is not None else 0,
                     "camera_up_vs_floor_deg": round(float(up_gap), 2),
                     "world_from_colmap": similarity.to_json()})
-    return similarity, figures, warnings
+    world = WorldFrame(scale_source=source, metric=scale is not None, origin=origin,
+                       marker_id=min(markers) if markers else None, floor_found=floor is not None,
+                       world_from_colmap=similarity.to_json())
+    return world, figures, warnings
 
 
 def drop_off_path_frames(model, times_s: dict[str, float | None]) -> list[str]:
@@ -136,16 +139,21 @@ def drop_off_path_frames(model, times_s: dict[str, float | None]) -> list[str]:
     return sorted(image.name for image, is_off in zip(images, off) if is_off)
 
 
-def write_outputs(ws: Workspace, model, image_dir: Path) -> list[str]:
-    """OUT/sfm/ (model + undistorted images) and OUT/transforms.json, each complete or absent."""
+def write_outputs(ws: Workspace, model, image_dir: Path, world: WorldFrame, figures: dict[str, Any]) -> list[str]:
+    """OUT/sfm/ (model, its record, undistorted images) and OUT/transforms.json, each complete or absent.
+
+    `figures`: the model's (reconstruct.model_figures), for the record."""
     import pycolmap
 
+    record = SfmRecord(world, registered=figures["registered"], total=figures["total"],
+                       mean_reprojection_error_px=figures["mean_reprojection_error_px"])
     with atomic_dir(ws.path(SFM_DIR)) as tmp:
         model.write(tmp)
+        write_json(tmp / inside(SFM_DIR, SFM_RECORD), record.to_json())
         pycolmap.logging.minloglevel = pycolmap.logging.ERROR
         pycolmap.undistort_images(tmp / inside(SFM_DIR, UNDISTORTED), tmp, image_dir)
     write_transforms(model, ws.path(TRANSFORMS), image_prefix=f"{FRAMES_DIR}/")
-    return [SFM_DIR, TRANSFORMS]
+    return [SFM_DIR, SFM_RECORD, TRANSFORMS]
 
 
 def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any]:
@@ -186,11 +194,10 @@ def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], imag
                 f"only {model.num_reg_images()}/{len(names)} frames registered "
                 f"(below {cfg.min_registered:.0%}); partial model kept in {ws.path(SFM_PARTIAL)}",
                 "walk slower, avoid blank walls, add light, keep textured things in view")
-        _, world_figures, warnings = align_to_world(model, image_dir, cfg)
+        world, world_figures, warnings = align_to_world(model, image_dir, cfg)
         advance(1, status="aligned to the world frame")
         run.figures.update(world_figures)
         run.warnings.extend(warnings)
-        ws.set_info("world", {key: world_figures[key] for key in WORLD_INFO})
-        run.outputs.extend(write_outputs(ws, model, image_dir))
+        run.outputs.extend(write_outputs(ws, model, image_dir, world, run.figures))
         shutil.rmtree(ws.path(SFM_PARTIAL), ignore_errors=True)  # a failed earlier try's leftovers
         advance(1, status="written")

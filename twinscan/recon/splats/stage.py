@@ -24,6 +24,7 @@ from twinscan.gaussians import write_ply
 from twinscan.gaussians.crop import captured_region, crop_mask, outside_region
 from twinscan.layout import BACKGROUND_PLY, HELDOUT_DIR, SPLATS_CHECKPOINT, SPLATS_DIR, SPLATS_PLY, UNDISTORTED, inside
 from twinscan.progress import progress_bar
+from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.recon.splats.backend import Backend, select_backend
 from twinscan.recon.splats.config import SplatsConfig
 from twinscan.recon.splats.params import gaussians_from_params
@@ -63,7 +64,7 @@ def crop_to_captured_region(ws: Workspace, views: TrainingViews, cfg: SplatsConf
     (outside the region: on the sample the hall behind the cell, 5.9 dB of its held-out PSNR) and the
     under-floor floaters, which go. Held-out scores are taken again: `psnr`/`ssim` with the background,
     `psnr_cell_only`/`ssim_cell_only` without it, so the figures describe what the PLYs hold."""
-    floor_found = bool(((ws.stage_record("sfm") or {}).get("figures") or {}).get("floor_found", False))
+    floor_found = read_sfm_record(ws).world.floor_found
     centres = torch.linalg.inv(views.cam_from_world)[:, :3, 3].numpy()
     region = captured_region(views.points, centres, floor_found)
     means = result.params["means"].detach().cpu().numpy()
