@@ -9,115 +9,62 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twinscan.errors import TwinscanError
-from twinscan.presets import get_preset
+from twinscan.layout import STAGES
+from twinscan.options import CaptureOptions
+from twinscan.stages import Stage, StageResult, execute
 from twinscan.workspace import Workspace
 
-if TYPE_CHECKING:
-    from twinscan.frames import FramesConfig
-    from twinscan.meshing import MeshConfig
-    from twinscan.recon.sfm import SfmConfig
-    from twinscan.recon.splats import SplatsConfig
-    from twinscan.usd_export.stage import UsdConfig
+__all__ = ["CaptureOptions", "capture_stages", "import_sfm_stage", "load_stage", "run_capture", "run_stage",
+           "stage_configs"]
 
 
-@dataclass(frozen=True)
-class CaptureOptions:
-    """Everything a user may set on the command line, for any stage."""
-
-    quality: str = "preview"
-    device: str = "auto"
-    force: bool = False
-    max_frames: int | None = None
-    mapper: str = "incremental"
-    marker_size: float | None = None
-    marker_dict: str = "4x4_50"
-    scale: float | None = None
-    min_registered: float = 0.6
-    convex: bool = False
-    usdz: bool = False
-    half: bool = False
-    physics: bool = True
-    static_friction: float = 0.6  # the colliders' UsdPhysics material (UsdConfig's defaults: a plant floor)
-    dynamic_friction: float = 0.5
-    restitution: float = 0.1
-
-
-def frames_config(options: CaptureOptions) -> FramesConfig:
-    from twinscan.frames import FramesConfig
-
-    return FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)
+def load_stage(name: str, video: Path | None = None, options: CaptureOptions = CaptureOptions()) -> Stage:
+    """The stage called `name`, its module imported now; `video` is the frames stage's source, and the
+    check stage is told whether physics was asked for (its config also says whether Newton can run)."""
+    if name == "frames":
+        from twinscan.frames.stage import FramesStage
+        return FramesStage(video)
+    if name == "sfm":
+        from twinscan.recon.sfm.stage import SfmStage
+        return SfmStage()
+    if name == "splats":
+        from twinscan.recon.splats.stage import SplatsStage
+        return SplatsStage()
+    if name == "mesh":
+        from twinscan.meshing.stage import MeshStage
+        return MeshStage()
+    if name == "usd":
+        from twinscan.usd_export.stage import UsdStage
+        return UsdStage()
+    if name == "check":
+        from twinscan.check.stage import CheckStage
+        return CheckStage(options.physics)
+    raise ValueError(f"no stage called {name!r}")
 
 
-def sfm_config(options: CaptureOptions) -> SfmConfig:
-    from twinscan.recon.sfm import SfmConfig
-
-    return SfmConfig.from_preset(
-        get_preset(options.quality), mapper=options.mapper, marker_size=options.marker_size,
-        marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered)
+def capture_stages(video: Path | None = None, options: CaptureOptions = CaptureOptions()) -> tuple[Stage, ...]:
+    """The stages `capture` runs, in order (layout.STAGES)."""
+    return tuple(load_stage(name, video, options) for name in STAGES)
 
 
-def splats_config(options: CaptureOptions) -> SplatsConfig:
-    from twinscan.recon.splats import SplatsConfig
-
-    return SplatsConfig.from_preset(get_preset(options.quality), device=options.device)
-
-
-def mesh_config(options: CaptureOptions) -> MeshConfig:
-    from twinscan.meshing import MeshConfig
-
-    return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex)
-
-
-def usd_config(options: CaptureOptions) -> UsdConfig:
-    from twinscan.usd_export.stage import UsdConfig
-
-    return UsdConfig(half_precision=options.half, usdz=options.usdz, static_friction=options.static_friction,
-                     dynamic_friction=options.dynamic_friction, restitution=options.restitution)
-
-
-@dataclass(frozen=True)
-class StageConfigs:
-    """Every stage's config, built from one set of options."""
-
-    frames: FramesConfig
-    sfm: SfmConfig
-    splats: SplatsConfig
-    mesh: MeshConfig
-    usd: UsdConfig
-
-
-def stage_configs(options: CaptureOptions) -> StageConfigs:
+def stage_configs(options: CaptureOptions, stages: tuple[Stage, ...] | None = None) -> dict[str, Any]:
     """Build (and so check) every stage's config from the options, before any stage runs.
 
     The one place a run's options are checked: a bad one (`--marker-size -1`, `--device cuda` on a
     machine without a usable GPU) is one TwinscanError here, before anything is decoded or written,
     not a failure after the stages before the one that reads it have run.
     """
-    configs = StageConfigs(frames=frames_config(options), sfm=sfm_config(options), splats=splats_config(options),
-                           mesh=mesh_config(options), usd=usd_config(options))
-    if options.device == "cuda":
-        from twinscan.recon.splats import select_backend
-
-        select_backend(configs.splats.device, configs.splats.strategy)  # raises when CUDA is not usable
-    return configs
+    return {stage.name: stage.config(options) for stage in stages or capture_stages(options=options)}
 
 
-def run_frames_stage(ws: Workspace, video: Path, options: CaptureOptions,
-                     config: FramesConfig | None = None) -> dict[str, Any]:
-    from twinscan.frames import run_frames
-
-    return run_frames(ws, video, config or frames_config(options), force=options.force)
-
-
-def run_sfm_stage(ws: Workspace, options: CaptureOptions, config: SfmConfig | None = None) -> dict[str, Any]:
-    from twinscan.recon.sfm import run_sfm
-
-    return run_sfm(ws, config or sfm_config(options), force=options.force)
+def run_stage(name: str, ws: Workspace, options: CaptureOptions, video: Path | None = None) -> StageResult:
+    """One stage by name (a `twinscan <stage>` command), its config from the options."""
+    stage = load_stage(name, video, options)
+    return execute(stage, ws, stage.config(options), options.force)
 
 
 def import_sfm_stage(ws: Workspace, options: CaptureOptions, from_colmap: Path | None = None,
@@ -125,49 +72,10 @@ def import_sfm_stage(ws: Workspace, options: CaptureOptions, from_colmap: Path |
     """The sfm stage from poses made elsewhere (points triangulated when the import has none)."""
     from twinscan.recon.sfm import import_colmap, import_transforms
 
+    config = load_stage("sfm").config(options)
     if from_colmap is not None:
-        return import_colmap(ws, from_colmap, sfm_config(options))
-    return import_transforms(ws, from_transforms, sfm_config(options))
-
-
-def run_splats_stage(ws: Workspace, options: CaptureOptions, config: SplatsConfig | None = None) -> dict[str, Any]:
-    from twinscan.recon.splats import run_splats
-
-    return run_splats(ws, config or splats_config(options), force=options.force)
-
-
-def run_mesh_stage(ws: Workspace, options: CaptureOptions, config: MeshConfig | None = None) -> dict[str, Any]:
-    from twinscan.meshing import run_mesh
-
-    return run_mesh(ws, config or mesh_config(options), force=options.force)
-
-
-def run_usd_stage(ws: Workspace, options: CaptureOptions, config: UsdConfig | None = None) -> dict[str, Any]:
-    from twinscan.usd_export.stage import run_usd
-
-    return run_usd(ws, config or usd_config(options), force=options.force)
-
-
-def run_check_stage(ws: Workspace, options: CaptureOptions) -> dict[str, Any]:
-    from twinscan.check.stage import run_check
-
-    return run_check(ws, physics=options.physics, force=options.force)
-
-
-@dataclass(frozen=True)
-class StageStep:
-    name: str
-    run: Callable[[Workspace, Path, CaptureOptions, StageConfigs], dict[str, Any]]
-
-
-CAPTURE_STEPS: tuple[StageStep, ...] = (
-    StageStep("frames", lambda ws, video, options, configs: run_frames_stage(ws, video, options, configs.frames)),
-    StageStep("sfm", lambda ws, video, options, configs: run_sfm_stage(ws, options, configs.sfm)),
-    StageStep("splats", lambda ws, video, options, configs: run_splats_stage(ws, options, configs.splats)),
-    StageStep("mesh", lambda ws, video, options, configs: run_mesh_stage(ws, options, configs.mesh)),
-    StageStep("usd", lambda ws, video, options, configs: run_usd_stage(ws, options, configs.usd)),
-    StageStep("check", lambda ws, video, options, configs: run_check_stage(ws, options)),
-)
+        return import_colmap(ws, from_colmap, config)
+    return import_transforms(ws, from_transforms, config)
 
 
 def run_capture(video: Path, out: Path, options: CaptureOptions,
@@ -178,7 +86,8 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
     with the same inputs and parameters, so nothing ran."""
     if not video.exists():
         raise TwinscanError(f"{video} does not exist", "check the path to the walkthrough video")
-    configs = stage_configs(options)  # every option checked before any stage runs or the workspace is touched
+    stages = capture_stages(video, options)
+    configs = stage_configs(options, stages)  # every option checked before any stage runs or the workspace is touched
     from twinscan.report import write_report
 
     ws = Workspace(out)
@@ -186,16 +95,15 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
     with ws.locked():
         ws.set_info("source", {"video": str(video.resolve())})
         try:
-            for step in CAPTURE_STEPS:
+            for stage in stages:
                 started = time.time()
-                before = ws.stage_record(step.name)
                 try:
-                    results[step.name] = step.run(ws, video, options, configs)
+                    result = execute(stage, ws, configs[stage.name], options.force)
                 except TwinscanError as error:
-                    raise TwinscanError(f"stage '{step.name}' failed: {error.what}", error.fix) from error
+                    raise TwinscanError(f"stage '{stage.name}' failed: {error.what}", error.fix) from error
+                results[stage.name] = result.figures
                 if on_stage:
-                    skipped = before is not None and ws.stage_record(step.name) == before
-                    on_stage(step.name, results[step.name], time.time() - started, skipped)
+                    on_stage(stage.name, result.figures, time.time() - started, not result.ran)
         except BaseException:
             with contextlib.suppress(Exception):  # the report shows the failure; the stage's error is the one to raise
                 write_report(ws)

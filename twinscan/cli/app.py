@@ -23,8 +23,7 @@ from twinscan.cli.report import report as report_command
 from twinscan.cli.summary import print_capture_summary, print_usd_summary, print_workspace_info
 from twinscan.errors import TwinscanError
 from twinscan.layout import TWIN
-from twinscan.pipeline import (CaptureOptions, import_sfm_stage, run_capture, run_frames_stage, run_mesh_stage, run_sfm_stage,
-                               run_splats_stage, run_usd_stage)
+from twinscan.pipeline import CaptureOptions, import_sfm_stage, run_capture, run_stage
 from twinscan.progress import console, say
 from twinscan.workspace import Workspace
 
@@ -88,7 +87,7 @@ def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previe
     Example: twinscan frames walkthrough.mp4 -o cell_twin --max-frames 120
     """
     options = CaptureOptions(quality=quality.value, max_frames=max_frames, force=force)
-    run_frames_stage(Workspace(out), video, options)
+    run_stage("frames", Workspace(out), options, video)
     print_workspace_info(Workspace(out), only="frames")
 
 
@@ -114,7 +113,7 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapp
         with ws.locked():
             import_sfm_stage(ws, options, from_colmap, from_transforms)
     else:
-        run_sfm_stage(Workspace(workdir), options)
+        run_stage("sfm", Workspace(workdir), options)
     print_workspace_info(Workspace(workdir), only="sfm")
 
 
@@ -128,7 +127,7 @@ def splats(workdir: Workdir, quality: Quality = QualityChoice.preview, device: D
 
     Example: twinscan splats cell_twin --quality standard --device cuda
     """
-    run_splats_stage(Workspace(workdir), CaptureOptions(quality=quality.value, device=device.value, force=force))
+    run_stage("splats", Workspace(workdir), CaptureOptions(quality=quality.value, device=device.value, force=force))
     print_workspace_info(Workspace(workdir), only="splats")
 
 
@@ -140,7 +139,7 @@ def mesh(workdir: Workdir, quality: Quality = QualityChoice.preview, convex: Con
 
     Example: twinscan mesh cell_twin --convex
     """
-    run_mesh_stage(Workspace(workdir), CaptureOptions(quality=quality.value, convex=convex, force=force))
+    run_stage("mesh", Workspace(workdir), CaptureOptions(quality=quality.value, convex=convex, force=force))
     print_workspace_info(Workspace(workdir), only="mesh")
 
 
@@ -165,7 +164,7 @@ def usd(workdir: Workdir,
     if from_ply is None:
         if mesh is not None:
             raise TwinscanError("--mesh only goes with --from-ply", "drop --mesh, or add --from-ply FILE.ply")
-        run_usd_stage(Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force,
+        run_stage("usd", Workspace(workdir), CaptureOptions(usdz=usdz, half=half, force=force,
                                                          static_friction=static_friction,
                                                          dynamic_friction=dynamic_friction,
                                                          restitution=restitution))  # validates

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,38 +17,43 @@ from twinscan.frames.config import FramesConfig
 from twinscan.frames.selection import Candidate, KeyframeSelector, SelectionCounts, thin_evenly
 from twinscan.frames.source import SourceReport, open_source
 from twinscan.progress import progress_bar
-from twinscan.workspace import StageRun, Workspace, fingerprint, tool_versions
-
-STAGE = "frames"
-
-
-def run_frames(workspace: Workspace, source: str | Path, config: FramesConfig, force: bool = False) -> dict[str, Any]:
-    """Keep sharp, well-spaced frames of a video (or image folder); return the stage's figures.
-
-    Skipped when the manifest says it already ran on the same input with the same config.
-    """
-    source = Path(source)
-    if not source.exists():
-        raise TwinscanError(f"{source} does not exist", "check the path to the walkthrough video or image folder")
-    inputs = {"video": fingerprint(source)}
-    versions = tool_versions("av", "opencv-python-headless", "numpy")
-    with workspace.locked():
-        if not force and workspace.is_done(STAGE, config, inputs):
-            return workspace.stage_record(STAGE)["figures"]
-        return _run(workspace, source, config, inputs, versions)
+from twinscan.options import CaptureOptions
+from twinscan.presets import get_preset
+from twinscan.stages import execute
+from twinscan.workspace import StageRun, Workspace, fingerprint
 
 
-def _run(workspace: Workspace, source: Path, config: FramesConfig, inputs: dict[str, str],
-         versions: dict[str, str]) -> dict[str, Any]:
-    with workspace.run_stage(STAGE, config, inputs, versions) as run:
+
+@dataclass(frozen=True)
+class FramesStage:
+    """Keep sharp, well-spaced frames of a video (or image folder)."""
+
+    source: Path | None = None  # the video or image folder; None only to build the config
+    name: str = "frames"
+    versions: tuple[str, ...] = ("av", "opencv-python-headless", "numpy")
+
+    def config(self, options: CaptureOptions) -> FramesConfig:
+        return FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)
+
+    def inputs(self, ws: Workspace) -> dict[str, str]:
+        if self.source is None or not Path(self.source).exists():
+            raise TwinscanError(f"{self.source} does not exist", "check the path to the walkthrough video or image folder")
+        return {"video": fingerprint(self.source)}
+
+    def run(self, ws: Workspace, config: FramesConfig, run: StageRun, force: bool) -> None:
         started = time.perf_counter()
-        with atomic.atomic_dir(workspace.path(FRAMES_DIR)) as folder:
-            records, report, counts = _select_and_write(source, config, folder, run)
-        atomic.write_json(workspace.path(FRAMES_JSON), records)
+        with atomic.atomic_dir(ws.path(FRAMES_DIR)) as folder:
+            records, report, counts = _select_and_write(Path(self.source), config, folder, run)
+        atomic.write_json(ws.path(FRAMES_JSON), records)
         seconds = time.perf_counter() - started
         run.outputs += [FRAMES_DIR, FRAMES_JSON]
         run.figures.update(_figures(records, report, counts, seconds))
-    return run.figures
+
+
+def run_frames(workspace: Workspace, source: str | Path, config: FramesConfig, force: bool = False) -> dict[str, Any]:
+    """The frames stage on `source` (skipped when done before on the same input with the same config);
+    its figures."""
+    return execute(FramesStage(Path(source)), workspace, config, force).figures
 
 
 def _select_and_write(source: Path, config: FramesConfig, folder: Path,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,31 +18,44 @@ from twinscan.meshing.support import supported_splats
 from twinscan.meshing.views import DepthViews
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.record import read_sfm_record
-from twinscan.workspace import Workspace, fingerprint, tool_versions
+from twinscan.options import CaptureOptions
+from twinscan.presets import get_preset
+from twinscan.stages import execute
+from twinscan.workspace import StageRun, Workspace, fingerprint
 
 VERSIONS = ("open3d", "trimesh", "xatlas", "coacd", "numpy")
 
 
-def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, Any]:
-    """Render the splats at the training cameras, fuse and clean, write visual and collision meshes.
+@dataclass(frozen=True)
+class MeshStage:
+    """Render the splats at the training cameras, fuse and clean, write visual and collision meshes."""
 
-    Skipped (returning the recorded figures) when done before with the same config and splats.
-    """
-    splats = ws.path(SPLATS_PLY)
-    inputs = {SPLATS_PLY: fingerprint(splats)} if splats.exists() else {}
-    if ws.path(UNDISTORTED).exists():
-        inputs[UNDISTORTED] = fingerprint(ws.path(UNDISTORTED_CAMERAS))
-    if not force and ws.is_done("mesh", cfg, inputs):
-        return ws.stage_record("mesh")["figures"]
-    with ws.run_stage("mesh", cfg, inputs, tool_versions(*VERSIONS)) as run:
-        views, unsupported, sfm_points = stage_views(ws, cfg)
-        with progress_bar("mesh", total=progress_steps(cfg)) as advance:
-            result = build_meshes(views, cfg, advance, sfm_points)
+    name: str = "mesh"
+    versions: tuple[str, ...] = VERSIONS
+
+    def config(self, options: CaptureOptions) -> MeshConfig:
+        return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex)
+
+    def inputs(self, ws: Workspace) -> dict[str, str]:
+        splats = ws.path(SPLATS_PLY)
+        inputs = {SPLATS_PLY: fingerprint(splats)} if splats.exists() else {}
+        if ws.path(UNDISTORTED).exists():
+            inputs[UNDISTORTED] = fingerprint(ws.path(UNDISTORTED_CAMERAS))
+        return inputs
+
+    def run(self, ws: Workspace, config: MeshConfig, run: StageRun, force: bool) -> None:
+        views, unsupported, sfm_points = stage_views(ws, config)
+        with progress_bar("mesh", total=progress_steps(config)) as advance:
+            result = build_meshes(views, config, advance, sfm_points)
         run.outputs = write_meshes(result, ws.path(MESH_DIR))
         height, width = views.size
         run.figures.update(result.figures, render_resolution=[width, height], floater_splats_removed=unsupported)
         run.warnings.extend(result.warnings)
-    return run.figures
+
+
+def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, Any]:
+    """The mesh stage (skipped when done before with the same config and splats); its figures."""
+    return execute(MeshStage(), ws, cfg, force).figures
 
 
 def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.ndarray]:

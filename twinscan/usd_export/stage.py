@@ -25,7 +25,9 @@ from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, 
                                          TwinContent, TwinMetadata)
 from twinscan.usd_export.inspection import summarize, validation_errors
 from twinscan.usd_export.twin import write_twin
-from twinscan.workspace import Workspace, fingerprint, tool_versions
+from twinscan.options import CaptureOptions
+from twinscan.stages import execute
+from twinscan.workspace import StageRun, Workspace, fingerprint
 
 FIGURES_FROM = {"frames": ("kept", "decoded"), "splats": ("psnr", "ssim", "num_gaussians"),
                 "mesh": ("collision_faces", "visual_faces")}  # the sfm stage's come from its record
@@ -54,38 +56,56 @@ class UsdConfig:
         return PhysicsMaterial(self.static_friction, self.dynamic_friction, self.restitution)
 
 
+@dataclass(frozen=True)
+class UsdStage:
+    """Write OUT/twin.usda from the workspace, and check that it validates."""
+
+    name: str = "usd"
+    versions: tuple[str, ...] = ("usd-core", "trimesh")
+
+    def config(self, options: CaptureOptions) -> UsdConfig:
+        return UsdConfig(half_precision=options.half, usdz=options.usdz, static_friction=options.static_friction,
+                         dynamic_friction=options.dynamic_friction, restitution=options.restitution)
+
+    def inputs(self, ws: Workspace) -> dict[str, str]:
+        splats = ws.path(SPLATS_PLY)
+        if not splats.exists():
+            raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
+        inputs = {SPLATS_PLY: fingerprint(splats)}
+        for optional in (BACKGROUND_PLY, MESH_DIR, UNDISTORTED_CAMERAS):
+            if ws.path(optional).exists():
+                inputs[optional] = fingerprint(ws.path(optional))
+        return inputs
+
+    def run(self, ws: Workspace, config: UsdConfig, run: StageRun, force: bool) -> None:
+        _write_and_validate(ws, config, run)
+
+
 def run_usd(ws: Workspace, cfg: UsdConfig, force: bool = False) -> dict[str, Any]:
-    """Write OUT/twin.usda from the workspace; skipped when its inputs and config are unchanged."""
-    splats = ws.path(SPLATS_PLY)
-    if not splats.exists():
-        raise TwinscanError(f"{splats} is missing", f"run `twinscan splats {ws.root}` first")
-    inputs = {SPLATS_PLY: fingerprint(splats)}
-    for optional in (BACKGROUND_PLY, MESH_DIR, UNDISTORTED_CAMERAS):
-        if ws.path(optional).exists():
-            inputs[optional] = fingerprint(ws.path(optional))
-    if not force and ws.is_done("usd", cfg, inputs):
-        return ws.stage_record("usd")["figures"]
-    with ws.run_stage("usd", cfg, inputs, tool_versions("usd-core", "trimesh")) as run:
-        content = dataclasses.replace(workspace_content(ws), physics_material=cfg.physics_material)
-        if content.collision_mesh is None:
-            run.warnings.append("no collision mesh (run `twinscan mesh`): the twin has only a floor collider")
-        written = write_twin(ws.path(TWIN), content, ExportOptions(
-            half_precision=cfg.half_precision, usdz=cfg.usdz, appearance=cfg.appearance))
-        errors = validation_errors(ws.path(TWIN))
-        if errors:
-            ws.path(TWIN).unlink()  # an invalid root layer must not look like a finished twin
-            raise TwinscanError(f"the written twin does not validate: {errors[0]}",
-                                "report this as a twinscan bug with OUT/manifest.json")
-        summary = summarize(ws.path(TWIN))
-        run.outputs = [TWIN, *([written.name] if written.suffix == ".usdz" else [])]
-        run.figures.update({key: summary[key] for key in (
-            "splats", "background_splats", "sh_degree", "collision_triangles", "colliders", "visual_triangles", "textured",
-            "camera_samples", "meters_per_unit", "up_axis")} | {"validation_errors": 0,
-                                                                 "scale_source": content.metadata.scale_source,
-                                                                 "static_friction": cfg.static_friction,
-                                                                 "dynamic_friction": cfg.dynamic_friction,
-                                                                 "restitution": cfg.restitution})
-    return run.figures
+    """The usd stage (skipped when its inputs and config are unchanged); its figures."""
+    return execute(UsdStage(), ws, cfg, force).figures
+
+
+def _write_and_validate(ws: Workspace, cfg: UsdConfig, run: StageRun) -> None:
+    content = dataclasses.replace(workspace_content(ws), physics_material=cfg.physics_material)
+    if content.collision_mesh is None:
+        run.warnings.append("no collision mesh (run `twinscan mesh`): the twin has only a floor collider")
+    written = write_twin(ws.path(TWIN), content, ExportOptions(
+        half_precision=cfg.half_precision, usdz=cfg.usdz, appearance=cfg.appearance))
+    errors = validation_errors(ws.path(TWIN))
+    if errors:
+        ws.path(TWIN).unlink()  # an invalid root layer must not look like a finished twin
+        raise TwinscanError(f"the written twin does not validate: {errors[0]}",
+                            "report this as a twinscan bug with OUT/manifest.json")
+    summary = summarize(ws.path(TWIN))
+    run.outputs = [TWIN, *([written.name] if written.suffix == ".usdz" else [])]
+    run.figures.update({key: summary[key] for key in (
+        "splats", "background_splats", "sh_degree", "collision_triangles", "colliders", "visual_triangles", "textured",
+        "camera_samples", "meters_per_unit", "up_axis")} | {"validation_errors": 0,
+                                                             "scale_source": content.metadata.scale_source,
+                                                             "static_friction": cfg.static_friction,
+                                                             "dynamic_friction": cfg.dynamic_friction,
+                                                             "restitution": cfg.restitution})
 
 
 def workspace_content(ws: Workspace) -> TwinContent:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,10 @@ from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transform
 from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
 from twinscan.recon.sfm.record import ScaleSource, SfmRecord, WorldFrame
 from twinscan.recon.sfm.world_frame import anchored_at_marker, camera_up, world_from_raw
-from twinscan.workspace import StageRun, Workspace, fingerprint, tool_versions
+from twinscan.options import CaptureOptions
+from twinscan.presets import get_preset
+from twinscan.stages import execute
+from twinscan.workspace import StageRun, Workspace, fingerprint
 
 VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
 
@@ -156,21 +160,32 @@ def write_outputs(ws: Workspace, model, image_dir: Path, world: WorldFrame, figu
     return [SFM_DIR, SFM_RECORD, TRANSFORMS]
 
 
-def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any]:
-    """Reconstruct, check registration, align to the twin frame, write the outputs; return figures.
+@dataclass(frozen=True)
+class SfmStage:
+    """Reconstruct, check registration, align to the twin frame, write the outputs."""
 
-    Skipped (returning the recorded figures) when done before with the same config and frames.
-    """
-    names = frame_names(ws)
-    image_dir = ws.path(FRAMES_DIR)
-    inputs = {FRAMES_JSON: fingerprint(ws.path(FRAMES_JSON)), FRAMES_DIR: fingerprint(image_dir)}
-    if not force and ws.is_done("sfm", cfg, inputs):
-        return ws.stage_record("sfm")["figures"]
-    with ws.run_stage("sfm", cfg, inputs, tool_versions(*VERSIONS)) as run:
+    name: str = "sfm"
+    versions: tuple[str, ...] = VERSIONS
+
+    def config(self, options: CaptureOptions) -> SfmConfig:
+        return SfmConfig.from_preset(
+            get_preset(options.quality), mapper=options.mapper, marker_size=options.marker_size,
+            marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered)
+
+    def inputs(self, ws: Workspace) -> dict[str, str]:
+        frame_names(ws)  # listed and present
+        return {FRAMES_JSON: fingerprint(ws.path(FRAMES_JSON)), FRAMES_DIR: fingerprint(ws.path(FRAMES_DIR))}
+
+    def run(self, ws: Workspace, config: SfmConfig, run: StageRun, force: bool) -> None:
+        names, image_dir = frame_names(ws), ws.path(FRAMES_DIR)
         frame_bytes = sum(f.stat().st_size for f in image_dir.iterdir())
-        require_free_space(ws.root, disk_needed(len(names), frame_bytes, cfg), f"sfm on {len(names)} frames")
-        _reconstruct_and_write(ws, cfg, names, image_dir, run)
-    return run.figures
+        require_free_space(ws.root, disk_needed(len(names), frame_bytes, config), f"sfm on {len(names)} frames")
+        _reconstruct_and_write(ws, config, names, image_dir, run)
+
+
+def run_sfm(ws: Workspace, cfg: SfmConfig, force: bool = False) -> dict[str, Any]:
+    """The sfm stage (skipped when done before with the same config and frames); its figures."""
+    return execute(SfmStage(), ws, cfg, force).figures
 
 
 def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], image_dir: Path, run: StageRun) -> None:

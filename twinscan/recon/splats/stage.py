@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from dataclasses import dataclass
 import math
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,10 @@ from twinscan.recon.splats.config import SplatsConfig
 from twinscan.recon.splats.params import gaussians_from_params
 from twinscan.recon.splats.trainer import TrainResult, evaluate, train_splats
 from twinscan.recon.splats.views import TrainingViews, load_training_views
-from twinscan.workspace import Workspace, fingerprint, tool_versions
+from twinscan.options import CaptureOptions
+from twinscan.presets import get_preset
+from twinscan.stages import execute
+from twinscan.workspace import StageRun, Workspace, fingerprint
 
 VERSIONS = ("torch", "gsplat", "numba", "numpy")
 
@@ -107,44 +111,62 @@ def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult,
     return [SPLATS_PLY, *([BACKGROUND_PLY] if background is not None else []), HELDOUT_DIR]
 
 
+@dataclass(frozen=True)
+class SplatsStage:
+    """Train the splats and write them. An interrupted run resumes from its checkpoint."""
+
+    name: str = "splats"
+    versions: tuple[str, ...] = VERSIONS
+
+    def config(self, options: CaptureOptions) -> SplatsConfig:
+        cfg = SplatsConfig.from_preset(get_preset(options.quality), device=options.device)
+        if options.device == "cuda":
+            select_backend(cfg.device, cfg.strategy)  # raises when CUDA is not usable, before any stage runs
+        return cfg
+
+    def inputs(self, ws: Workspace) -> dict[str, str]:
+        return {UNDISTORTED: fingerprint(ws.path(UNDISTORTED))} if ws.path(UNDISTORTED).exists() else {}
+
+    def run(self, ws: Workspace, config: SplatsConfig, run: StageRun, force: bool) -> None:
+        _train_and_write(ws, config, run, force)
+
+
 def run_splats(ws: Workspace, cfg: SplatsConfig, force: bool = False) -> dict[str, Any]:
-    """Train the splats and write them; skipped (returning the recorded figures) when done before
-    with the same config and SfM output. An interrupted run resumes from its checkpoint."""
-    inputs = {UNDISTORTED: fingerprint(ws.path(UNDISTORTED))} if ws.path(UNDISTORTED).exists() else {}
-    if not force and ws.is_done("splats", cfg, inputs):
-        return ws.stage_record("splats")["figures"]
+    """The splats stage (skipped when done before with the same config and SfM output); its figures."""
+    return execute(SplatsStage(), ws, cfg, force).figures
+
+
+def _train_and_write(ws: Workspace, cfg: SplatsConfig, run: StageRun, force: bool) -> None:
     checkpoint = ws.path(SPLATS_CHECKPOINT)
-    with ws.run_stage("splats", cfg, inputs, tool_versions(*VERSIONS)) as run:
-        if force:
-            checkpoint.unlink(missing_ok=True)
-        views = load_training_views(ws, cfg.max_side)
-        backend = select_backend(cfg.device, cfg.strategy)
-        with progress_bar(f"splats ({backend.device})", total=cfg.steps) as advance:
-            shown = 0
+    if force:
+        checkpoint.unlink(missing_ok=True)
+    views = load_training_views(ws, cfg.max_side)
+    backend = select_backend(cfg.device, cfg.strategy)
+    with progress_bar(f"splats ({backend.device})", total=cfg.steps) as advance:
+        shown = 0
 
-            def on_step(step: int, status: dict[str, Any]) -> None:
-                nonlocal shown
-                advance(step - shown, status=_status(status))
-                shown = step
+        def on_step(step: int, status: dict[str, Any]) -> None:
+            nonlocal shown
+            advance(step - shown, status=_status(status))
+            shown = step
 
-            result = train_splats(views, cfg, backend, checkpoint=checkpoint, on_step=on_step)
-            cropped = crop_to_captured_region(ws, views, cfg, backend, result)
-            result = cropped.result
-            # the bar ends on the figures the stage records (its last in-training score is older)
-            advance(result.steps - shown, status=f"{result.num_gaussians:,} splats  held-out "
-                                                 f"{format_figure(round(result.evaluation.psnr, 3), 'psnr')}, "
-                                                 f"SSIM {format_figure(round(result.evaluation.ssim, 4))}")
-        run.outputs = write_outputs(ws, views, result, cropped.background)
-        height, width = views.images[0].shape[:2]
-        gains = result.exposure.gains()
-        run.figures.update({
-            "psnr": round(result.evaluation.psnr, 3), "ssim": round(result.evaluation.ssim, 4),
-            "lpips": None,  # LPIPS needs downloaded network weights; none are used
-            "num_gaussians": result.num_gaussians, "steps": result.steps, "seconds": round(result.seconds, 1),
-            "resumed_from_step": result.resumed_from, "device": result.device, "strategy": result.strategy,
-            "train_resolution": [width, height], "train_views": len(views) - len(result.evaluation.renders),
-            "heldout_views": len(result.evaluation.renders),
-            "exposure_gain_range": [round(gains.min().item(), 3), round(gains.max().item(), 3)], **cropped.figures})
-        with contextlib.suppress(FileNotFoundError):
-            checkpoint.unlink()
-    return run.figures
+        result = train_splats(views, cfg, backend, checkpoint=checkpoint, on_step=on_step)
+        cropped = crop_to_captured_region(ws, views, cfg, backend, result)
+        result = cropped.result
+        # the bar ends on the figures the stage records (its last in-training score is older)
+        advance(result.steps - shown, status=f"{result.num_gaussians:,} splats  held-out "
+                                             f"{format_figure(round(result.evaluation.psnr, 3), 'psnr')}, "
+                                             f"SSIM {format_figure(round(result.evaluation.ssim, 4))}")
+    run.outputs = write_outputs(ws, views, result, cropped.background)
+    height, width = views.images[0].shape[:2]
+    gains = result.exposure.gains()
+    run.figures.update({
+        "psnr": round(result.evaluation.psnr, 3), "ssim": round(result.evaluation.ssim, 4),
+        "lpips": None,  # LPIPS needs downloaded network weights; none are used
+        "num_gaussians": result.num_gaussians, "steps": result.steps, "seconds": round(result.seconds, 1),
+        "resumed_from_step": result.resumed_from, "device": result.device, "strategy": result.strategy,
+        "train_resolution": [width, height], "train_views": len(views) - len(result.evaluation.renders),
+        "heldout_views": len(result.evaluation.renders),
+        "exposure_gain_range": [round(gains.min().item(), 3), round(gains.max().item(), 3)], **cropped.figures})
+    with contextlib.suppress(FileNotFoundError):
+        checkpoint.unlink()
