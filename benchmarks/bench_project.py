@@ -18,7 +18,7 @@ from bench_raster import HEIGHT, WIDTH, benchmark_scene, median_seconds
 from rich.console import Console
 from rich.table import Table
 
-from twinscan.recon.raster.project import colors_from_sh, project
+from twinscan.gaussians.raster.project import colors_from_sh, project
 
 SH_DEGREE = 3
 

@@ -23,11 +23,11 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from twinscan.recon.raster import rasterize
-from twinscan.recon.raster.fast import rasterize_fast
-from twinscan.recon.raster.project import ScreenGaussians, project
-from twinscan.recon.raster.tiled import rasterize_tiled
-from twinscan.recon.raster.tiles import bin_gaussians, bin_gaussians_fast
+from twinscan.gaussians.raster import rasterize
+from twinscan.gaussians.raster.fast import rasterize_fast
+from twinscan.gaussians.raster.project import ScreenGaussians, project
+from twinscan.gaussians.raster.tiled import rasterize_tiled
+from twinscan.gaussians.raster.tiles import bin_gaussians, bin_gaussians_fast
 
 WIDTH, HEIGHT = 320, 180
 FOCAL = 300.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from twinscan.recon.raster import cuda_available, rasterize
+from twinscan.gaussians.raster import cuda_available, rasterize
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU and gsplat's CUDA extension")
 

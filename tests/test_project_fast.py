@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from twinscan.recon.raster.project import colors_from_sh, project
+from twinscan.gaussians.raster.project import colors_from_sh, project
 
 WIDTH, HEIGHT = 64, 48
 NEAR, FAR = 0.05, 40.0

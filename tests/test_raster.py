@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from twinscan.errors import TwinscanError
-from twinscan.recon.raster import cuda_available, rasterize
-from twinscan.recon.raster.composite import blend
-from twinscan.recon.raster.project import project
-from twinscan.recon.raster.tiled import rasterize_tiled
-from twinscan.recon.raster.tiles import bin_gaussians, bin_gaussians_fast
+from twinscan.gaussians.raster import cuda_available, rasterize
+from twinscan.gaussians.raster.composite import blend
+from twinscan.gaussians.raster.project import project
+from twinscan.gaussians.raster.tiled import rasterize_tiled
+from twinscan.gaussians.raster.tiles import bin_gaussians, bin_gaussians_fast
 
 WIDTH, HEIGHT = 43, 29  # partial tiles on both edges
 PARAMS = ("means", "quats", "scales", "opacities", "colors")

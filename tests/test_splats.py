@@ -16,7 +16,7 @@ from scipy.ndimage import gaussian_filter
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
 from twinscan.presets import get_preset
-from twinscan.recon.raster import cuda_available, rasterize
+from twinscan.gaussians.raster import cuda_available, rasterize
 from twinscan.recon.splats import (SplatsConfig, TrainingViews, evaluate, run_splats, select_backend,
                                    train_splats)
 from twinscan.recon.splats.metrics import ssim

@@ -13,7 +13,7 @@ from twinscan.meshing.views import DepthViews
 def render_depth_views(gaussians: Gaussians, Ks: np.ndarray, cam_from_world: np.ndarray, width: int,
                        height: int, advance=lambda n=1, status=None: None) -> DepthViews:
     """One view at a time (memory stays bounded): colour, opacity and gsplat-2DGS median depth."""
-    from twinscan.recon.raster import rasterize
+    from twinscan.gaussians.raster import rasterize
 
     def tensor(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))

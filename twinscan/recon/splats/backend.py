@@ -23,7 +23,7 @@ class Backend:
 
 def select_backend(device: str = "auto", strategy: str = "auto") -> Backend:
     """CUDA where it works, else the CPU path (with a notice when the user asked for "auto")."""
-    from twinscan.recon.raster import cuda_available
+    from twinscan.gaussians.raster import cuda_available
 
     if device == "cuda" and not cuda_available():
         raise TwinscanError("--device cuda was asked for, but no usable CUDA GPU was found (or gsplat's "
@@ -39,7 +39,7 @@ def select_backend(device: str = "auto", strategy: str = "auto") -> Backend:
     if strategy == "mcmc":
         raise TwinscanError("the MCMC strategy needs CUDA (gsplat's relocation kernel has no CPU version)",
                             "use --strategy default on the CPU, or train on a CUDA GPU")
-    from twinscan.recon.raster import rasterize  # its kernels module makes numba's workers sleep, not spin
+    from twinscan.gaussians.raster import rasterize  # its kernels module makes numba's workers sleep, not spin
 
     return Backend("cpu", "default", functools.partial(rasterize, backend="numba"))
 
