@@ -258,6 +258,7 @@ def test_stage_without_splats_fails_with_a_fix_and_records_it(tmp_path: Path) ->
 
 def test_splat_renders_become_depth_views_on_the_splatted_surface() -> None:
     from twinscan.gaussians import Gaussians
+    from twinscan.gaussians.backend import select_render_backend
     from twinscan.meshing.render import render_depth_views
 
     grid = np.stack(np.meshgrid(np.linspace(-1, 1, 60), np.linspace(-1, 1, 60)), -1).reshape(-1, 2)
@@ -266,7 +267,7 @@ def test_splat_renders_become_depth_views_on_the_splatted_surface() -> None:
                       log_scales=np.log(np.tile([0.03, 0.03, 0.002], (n, 1))), quats=np.tile([1.0, 0, 0, 0], (n, 1)),
                       opacity_logits=np.full(n, 4.0), sh=np.full((n, 1, 3), 0.5))
     cam_from_world = np.linalg.inv(look_at((0.1, 0.2, 2.0), (0, 0, 0), up=(0, 1, 0)))
-    views = render_depth_views(floor, K[None], cam_from_world[None], WIDTH, HEIGHT)
+    views = render_depth_views(floor, K[None], cam_from_world[None], WIDTH, HEIGHT, select_render_backend("cpu"))
     points, _ = views.points(min_alpha=0.5)
     assert len(points) > 0.6 * WIDTH * HEIGHT  # the 2 m square fills most of the view
     assert np.all(np.abs(points[:, 2]) < 0.01)  # median depth lands on the splats, not between them

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twinscan.errors import TwinscanError
+from twinscan.gaussians.backend import DEVICES
 from twinscan.presets import Preset
 
 
@@ -36,8 +37,11 @@ class MeshConfig:
     convex: bool = False  # add a CoACD convex decomposition of the collision mesh
     convex_threshold: float = 0.08  # CoACD concavity threshold (larger: fewer parts)
     convex_max_parts: int = 64
+    device: str = "auto"  # the splat renders' rasterizer (twinscan.gaussians.backend): "auto", "cpu" or "cuda"
 
     def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise TwinscanError(f"unknown device '{self.device}'", f"use one of: {', '.join(DEVICES)}")
         if self.resolution < 16:
             raise TwinscanError(f"mesh resolution {self.resolution} is too small", "use at least 16 voxels")
         if not 0 < self.min_voxel <= self.max_voxel:
@@ -53,10 +57,10 @@ class MeshConfig:
             raise TwinscanError(f"min_views must be at least 1 (got {self.min_views})", "use 1 or more")
 
     @classmethod
-    def from_preset(cls, preset: Preset, convex: bool = False) -> MeshConfig:
+    def from_preset(cls, preset: Preset, convex: bool = False, device: str = "auto") -> MeshConfig:
         return cls(render_max_side=preset.max_side, resolution=preset.mesh_resolution,
                    collision_faces=preset.mesh_faces, visual_faces=2 * preset.mesh_faces,
-                   texture_size=preset.texture_size, convex=convex)
+                   texture_size=preset.texture_size, convex=convex, device=device)
 
     def voxel_size(self, extent: float, pixel_footprint: float = 0.0) -> float:
         """Voxel edge for a captured region whose longest side is `extent` metres.

@@ -9,6 +9,7 @@ import numpy as np
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
+from twinscan.gaussians.backend import select_render_backend
 from twinscan.layout import MESH_DIR, SPLATS_PLY, UNDISTORTED, UNDISTORTED_CAMERAS
 from twinscan.meshing.build import build_meshes, progress_steps
 from twinscan.meshing.config import MeshConfig
@@ -34,7 +35,7 @@ class MeshStage:
     versions: tuple[str, ...] = VERSIONS
 
     def config(self, options: CaptureOptions) -> MeshConfig:
-        return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex)
+        return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex, device=options.device)
 
     def inputs(self, ws: Workspace) -> dict[str, str]:
         splats = ws.path(SPLATS_PLY)
@@ -75,7 +76,7 @@ def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.nda
     height, width = cameras.images[0].shape[:2]
     with progress_bar("mesh: render", total=len(cameras)) as advance:
         views = render_depth_views(gaussians.subset(supported), cameras.Ks.numpy(), cameras.cam_from_world.numpy(),
-                                   width, height, advance)
+                                   width, height, select_render_backend(cfg.device), advance)
     # colour from the pictures themselves: the splats left out (floor past the SfM points) render none
     pictures = np.stack([(image.numpy() * 255 + 0.5).astype(np.uint8) for image in cameras.images])
     return replace(views, colour=pictures), int((~supported).sum()), cameras.points

@@ -5,6 +5,6 @@ Backends: "numba" (projection, SH and blending as numba kernels with hand-writte
 autograd; tests only).
 """
 
-from twinscan.recon.raster.api import BACKENDS, RENDER_MODES, cuda_available, rasterize
+from twinscan.gaussians.raster.api import BACKENDS, RENDER_MODES, cuda_available, rasterize
 
 __all__ = ["BACKENDS", "RENDER_MODES", "cuda_available", "rasterize"]

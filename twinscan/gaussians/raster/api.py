@@ -28,12 +28,12 @@ import torch
 from torch import Tensor
 
 from twinscan.errors import TwinscanError
-from twinscan.recon.raster.fast import rasterize_fast
-from twinscan.recon.raster.project import colors_from_sh, project
-from twinscan.recon.raster.reference import rasterize_reference
-from twinscan.recon.raster.tiled import rasterize_tiled
-from twinscan.recon.raster import kernels
-from twinscan.recon.raster.tiles import bin_gaussians, bin_gaussians_fast
+from twinscan.gaussians.raster.fast import rasterize_fast
+from twinscan.gaussians.raster.project import colors_from_sh, project
+from twinscan.gaussians.raster.reference import rasterize_reference
+from twinscan.gaussians.raster.tiled import rasterize_tiled
+from twinscan.gaussians.raster import kernels
+from twinscan.gaussians.raster.tiles import bin_gaussians, bin_gaussians_fast
 
 RenderMode = Literal["RGB", "D", "ED", "RGB+D", "RGB+ED"]
 Backend = Literal["numba", "torch", "reference"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from twinscan.recon.raster.project import ALPHA_THRESHOLD
+from twinscan.gaussians.raster.project import ALPHA_THRESHOLD
 
 MAX_ALPHA = 0.999
 T_EPSILON = 1e-4

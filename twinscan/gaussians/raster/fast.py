@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from twinscan.recon.raster import kernels
-from twinscan.recon.raster.project import ScreenGaussians
-from twinscan.recon.raster.tiles import TileBins
+from twinscan.gaussians.raster import kernels
+from twinscan.gaussians.raster.project import ScreenGaussians
+from twinscan.gaussians.raster.tiles import TileBins
 
 TILES_PER_CHUNK = 4
 

@@ -18,7 +18,7 @@ import torch
 from gsplat.cuda._torch_impl import _fully_fused_projection, _quat_scale_to_covar_preci, _spherical_harmonics
 from torch import Tensor
 
-from twinscan.recon.raster.project_fast import fully_fused_projection_fast, spherical_harmonics_fast
+from twinscan.gaussians.raster.project_fast import fully_fused_projection_fast, spherical_harmonics_fast
 
 ProjectionBackend = Literal["numba", "torch"]
 ALPHA_THRESHOLD = 1.0 / 255.0  # gsplat's ALPHA_THRESHOLD: weaker splats are skipped

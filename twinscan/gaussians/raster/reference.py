@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from twinscan.recon.raster.composite import blend
-from twinscan.recon.raster.project import ScreenGaussians
+from twinscan.gaussians.raster.composite import blend
+from twinscan.gaussians.raster.project import ScreenGaussians
 
 
 def pixel_centres(xs: Tensor, ys: Tensor, dtype: torch.dtype) -> Tensor:

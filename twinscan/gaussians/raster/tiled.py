@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from twinscan.recon.raster.composite import blend
-from twinscan.recon.raster.project import ScreenGaussians
-from twinscan.recon.raster.reference import pixel_centres
-from twinscan.recon.raster.tiles import TileBins
+from twinscan.gaussians.raster.composite import blend
+from twinscan.gaussians.raster.project import ScreenGaussians
+from twinscan.gaussians.raster.reference import pixel_centres
+from twinscan.gaussians.raster.tiles import TileBins
 
 
 def rasterize_tiled(screen: ScreenGaussians, colors: Tensor, width: int, height: int, bins: TileBins,

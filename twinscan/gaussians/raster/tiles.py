@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from twinscan.recon.raster import kernels
-from twinscan.recon.raster.project import tile_grid
+from twinscan.gaussians.raster import kernels
+from twinscan.gaussians.raster.project import tile_grid
 
 
 @dataclass

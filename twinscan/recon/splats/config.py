@@ -6,9 +6,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from twinscan.errors import TwinscanError
+from twinscan.gaussians.backend import DEVICES
 from twinscan.presets import Preset
 
-DEVICES = ("auto", "cpu", "cuda")
 STRATEGIES = ("auto", "default", "mcmc")
 
 
