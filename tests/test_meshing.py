@@ -14,12 +14,12 @@ from scipy.spatial.transform import Rotation
 from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
 from twinscan.meshing.cleanup import drop_below, fill_small_holes
-from twinscan.meshing.collision import coacd_available, convex_decomposition
+from twinscan.meshing.collision import convex_decomposition
 from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, within_points
 from twinscan.meshing.fusion import clean_depth
 from twinscan.meshing.raycast import look_at, render_mesh_views
 from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
-from twinscan.meshing.texture import xatlas_available
+from twinscan.optional import available
 from twinscan.presets import get_preset
 
 WIDTH, HEIGHT = 160, 120
@@ -103,7 +103,7 @@ def test_budgets_and_figures_are_kept(scene) -> None:
     assert figures["seconds"]["total"] > 0
 
 
-@pytest.mark.skipif(not xatlas_available(), reason="xatlas is not installed")
+@pytest.mark.skipif(not available("xatlas"), reason="xatlas is not installed")
 def test_baked_texture_reproduces_the_surface_colours(scene) -> None:
     truth, _, result = scene
     textured = result.textured
@@ -223,7 +223,7 @@ def test_floating_components_are_counted() -> None:
     assert metrics.floating_components(trimesh.util.concatenate([*stacked, hovering])) == 1
 
 
-@pytest.mark.skipif(not coacd_available(), reason="coacd is not installed")
+@pytest.mark.skipif(not available("coacd"), reason="coacd is not installed")
 def test_convex_decomposition_splits_a_non_convex_shape_into_convex_parts() -> None:
     shape = trimesh.util.concatenate([trimesh.creation.box(bounds=[[0, 0, 0], [1, 0.5, 0.5]]),
                                       trimesh.creation.box(bounds=[[1.5, 0, 0], [2, 2, 0.5]])])

@@ -1,10 +1,13 @@
-"""Heavy or fragile backends behind one import point each (as trimesh does)."""
+"""Heavy or fragile backends behind one import point each (as trimesh does): whether a module is
+there (`available`), importing it with one clear error (`require`), and the install hint for it."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import functools
+import importlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -13,7 +16,31 @@ from types import ModuleType
 
 from twinscan.errors import TwinscanError
 
-RAY_HINT = "pip install 'twinscan[ray]'"
+# The extra of pyproject.toml that brings each optional module; the others are twinscan's own dependencies.
+EXTRAS = {"coacd": "convex", "viser": "viewer", "newton": "physics", "warp": "physics", "ray": "ray"}
+
+
+def install_hint(module: str) -> str:
+    """What to run to get `module`: its extra, or twinscan again when it is a required dependency."""
+    extra = EXTRAS.get(module.split(".")[0])
+    return f"pip install 'twinscan[{extra}]'" if extra else f"reinstall twinscan: pip install -e . (it depends on {module})"
+
+
+def available(module: str) -> bool:
+    """True when `module` can be imported (found, not imported: cheap)."""
+    return importlib.util.find_spec(module) is not None
+
+
+def require(module: str, purpose: str) -> ModuleType:
+    """Import `module`, or one TwinscanError saying what needs it and how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise TwinscanError(f"{purpose} needs {module}, which cannot be imported ({error})",
+                            install_hint(module)) from error
+
+
+RAY_HINT = install_hint("ray")
 
 
 @functools.cache
@@ -74,12 +101,8 @@ def newton() -> ModuleType:
     `warp.config.kernel_cache_dir` when it initialises, so a different kernel cache is set through
     $WARP_CACHE_PATH before this call (or `warp._src.build.init_kernel_cache(path)` after it).
     """
-    try:
-        import newton as newton_module
-        import warp
-    except ImportError as error:
-        raise TwinscanError(f"the physics check needs NVIDIA Newton, which cannot be imported ({error})",
-                            'pip install "twinscan[physics]" (or run the static checks only)') from error
+    newton_module = require("newton", "the physics check (NVIDIA Newton)")
+    warp = require("warp", "the physics check (NVIDIA Newton)")
     warp.config.log_level = warp.LOG_WARNING  # no greeting, no per-kernel "took N ms" lines
     with _native_stderr_without(_NO_CUDA_DRIVER):
         warp.init()
@@ -89,9 +112,4 @@ def newton() -> ModuleType:
 @functools.cache
 def ray() -> ModuleType:
     """Import Ray, the `ray` extra that batch's Ray executor needs; one clear error when absent."""
-    try:
-        import ray as ray_module
-    except ImportError as error:
-        raise TwinscanError(f"the ray executor needs Ray, which cannot be imported ({error})",
-                            RAY_HINT) from error
-    return ray_module
+    return require("ray", "the ray executor")

@@ -13,6 +13,7 @@ from twinscan.check.plot import plot_probes
 from twinscan.check.run import check_twin
 from twinscan.errors import TwinscanError
 from twinscan.layout import CHECK_DIR, PROBES_JSON, PROBES_PNG, TWIN
+from twinscan.optional import install_hint
 from twinscan.options import CaptureOptions
 from twinscan.stages import execute
 from twinscan.workspace import StageRun, Workspace, fingerprint
@@ -48,7 +49,7 @@ def run_check(ws: Workspace, physics: bool = True, force: bool = False) -> dict[
 
 def _check_and_record(twin: Path, ws: Workspace, config: CheckConfig, run: StageRun, physics_asked: bool) -> None:
     if physics_asked and not config.physics:
-        run.warnings.append('physics proof not run: Newton is not installed (pip install "twinscan[physics]")')
+        run.warnings.append(f"physics proof not run: Newton is not installed ({install_hint('newton')})")
     report = check_twin(twin, config)
     run.figures.update(report.figures())
     ws.path(CHECK_DIR).mkdir(exist_ok=True)

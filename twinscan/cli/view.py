@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
+from twinscan import optional
 from twinscan.cli.errors import user_errors
-from twinscan.errors import TwinscanError
 from twinscan.progress import say
 from twinscan.view.splats import DEFAULT_MAX_SPLATS
 
@@ -33,11 +33,7 @@ def view(path: Annotated[Path, typer.Argument(help="A capture workspace folder (
 
     Example: twinscan view cell_twin      twinscan view cell_twin/twin.usda --host 0.0.0.0 --port 8080
     """
-    try:
-        import viser  # noqa: F401
-    except ImportError as error:
-        raise TwinscanError(f"the viewer needs viser, which cannot be imported ({error})",
-                            'pip install -e ".[viewer]"') from error
+    optional.require("viser", "the viewer")
     from twinscan.view import load_twin
     from twinscan.view.ports import ensure_port_free, urls
     from twinscan.view.server import TwinViewer

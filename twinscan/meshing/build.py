@@ -11,6 +11,7 @@ import numpy as np
 import PIL.Image
 import trimesh
 
+from twinscan import optional
 from twinscan.errors import TwinscanError
 from twinscan.meshing import cleanup, collision, fusion, texture
 from twinscan.meshing.confidence import face_confidence
@@ -103,10 +104,10 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
                       alpha=np.ones_like(views.alpha))
     visual.visual.vertex_colors = _vertex_colours(visual, surface, seen_by, tolerance=voxel)
     textured = None
-    if cfg.texture_size and texture.xatlas_available():
+    if cfg.texture_size and optional.available("xatlas"):
         textured = _textured(visual, seen_by, cfg.texture_size, tolerance=voxel)
     elif cfg.texture_size:
-        warnings.append("xatlas is not installed: the visual mesh has vertex colours only (pip install xatlas)")
+        warnings.append(f"xatlas is not installed: the visual mesh has vertex colours only ({optional.install_hint('xatlas')})")
     figures.update(visual_faces=len(visual.faces), floating_removed=floating_removed,
                    texture_size=cfg.texture_size if textured else 0)
     timed("visual", f"visual mesh {len(visual.faces)} faces", step)
@@ -133,13 +134,13 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     timed("collision", f"collision mesh {len(collider.faces)} faces", step)
 
     parts: list[trimesh.Trimesh] = []
-    if cfg.convex and collision.coacd_available():
+    if cfg.convex and optional.available("coacd"):
         convex = collision.convex_decomposition(collider, cfg.convex_threshold, cfg.convex_max_parts)
         parts = convex.parts
         figures.update(convex_parts=len(parts))
         seconds["convex"] = convex.seconds
     elif cfg.convex:
-        warnings.append("coacd is not installed: no convex decomposition (pip install coacd)")
+        warnings.append(f"coacd is not installed: no convex decomposition ({optional.install_hint('coacd')})")
     if cfg.convex:
         advance(1, status=f"{len(parts)} convex parts")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
 
@@ -38,10 +37,6 @@ def non_manifold_edges(mesh: trimesh.Trimesh) -> int:
     """Edges shared by more than two faces."""
     _, counts = np.unique(mesh.edges_sorted, axis=0, return_counts=True)
     return int((counts > 2).sum())
-
-
-def coacd_available() -> bool:
-    return importlib.util.find_spec("coacd") is not None
 
 
 @dataclass(frozen=True)

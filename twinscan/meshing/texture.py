@@ -6,18 +6,12 @@ is placed on the surface and takes the visibility-checked, view-angle weighted m
 
 from __future__ import annotations
 
-import importlib.util
-
 import cv2
 import numpy as np
 import trimesh
 from scipy.spatial import cKDTree
 
 from twinscan.meshing.views import DepthViews
-
-
-def xatlas_available() -> bool:
-    return importlib.util.find_spec("xatlas") is not None
 
 
 def transfer_vertex_colours(target: trimesh.Trimesh, source: trimesh.Trimesh) -> np.ndarray:
