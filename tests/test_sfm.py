@@ -3,7 +3,6 @@ synthetic captures against ground truth (the capture tests skip when their data 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -340,7 +339,6 @@ def test_too_few_registered_frames_fail_and_keep_the_partial_model(tmp_path):
 
 
 # ---- the acceptance of issue 4 on a synthetic walkthrough with exact ground truth ----------------
-needs_synth = pytest.mark.skipif(importlib.util.find_spec("twinscan.synth") is None, reason="twinscan.synth absent")
 
 
 def workspace_from_video(out: Path, video: Path) -> Workspace:
@@ -369,7 +367,6 @@ def synthetic_run(tmp_path_factory):
     return ws, truth, run_sfm(ws, cfg)
 
 
-@needs_synth
 def test_synthetic_walkthrough_meets_the_acceptance(synthetic_run):
     ws, truth, figures = synthetic_run
     assert figures["registered"] >= 0.95 * figures["total"] == 0.95 * truth.frame_count
@@ -394,7 +391,6 @@ def test_synthetic_walkthrough_meets_the_acceptance(synthetic_run):
     assert figures["off_path_frames"] == 0
 
 
-@needs_synth
 def test_frames_placed_off_the_walk_are_left_out_with_their_points(synthetic_run):
     """A stretch of views moved 30 m away (as a repeating pattern would place them) is deregistered,
     and no 3D point keeps an observation in it."""
@@ -413,7 +409,6 @@ def test_frames_placed_off_the_walk_are_left_out_with_their_points(synthetic_run
     assert not any(element.image_id in gone for point in model.points3D.values() for element in point.track.elements)
 
 
-@needs_synth
 def test_marker_corners_in_compressed_frames_are_unbiased(synthetic_run):
     """Through H.264 and JPEG the refined corners land within a fraction of a pixel of the truth, and
     the square's side -- what sets the twin's scale -- is not systematically long or short."""
@@ -433,7 +428,6 @@ def test_marker_corners_in_compressed_frames_are_unbiased(synthetic_run):
     assert abs(np.mean(side_ratios) - 1) < 0.004, np.round(side_ratios, 4)  # detector alone: +0.8%
 
 
-@needs_synth
 def test_synthetic_transforms_json_matches_the_model(synthetic_run):
     ws, truth, _ = synthetic_run
     camera, frames = read_transforms(ws.path("transforms.json"))
@@ -469,7 +463,6 @@ def posed_frames(tmp_path_factory):
     return ws, true_world_from_cam, trimesh.load(truth.scene_mesh_path)
 
 
-@needs_synth
 def test_transforms_import_triangulates_points_on_the_true_surface(posed_frames, tmp_path):
     frames_ws, true_world_from_cam, scene = posed_frames
     ws = Workspace(tmp_path / "imported")
@@ -485,7 +478,6 @@ def test_transforms_import_triangulates_points_on_the_true_surface(posed_frames,
     assert ws.stage_record("sfm")["params"]["triangulated"] is True
 
 
-@needs_synth
 def test_small_frames_far_apart_register_correctly(posed_frames, tmp_path):
     """The tiny capture's 320 px frames (about 900 features each), 12 degrees apart past a box 1 m away:
     COLMAP's 30 inliers to register a frame left a third of them out (20/29, and under the stage's 60 %
@@ -503,7 +495,6 @@ def test_small_frames_far_apart_register_correctly(posed_frames, tmp_path):
     assert error.relative_rmse < 0.005 and error.rotation_mean_deg < 1.0 and error.rotation_max_deg < 3.0
 
 
-@needs_synth
 def test_colmap_import_without_points_triangulates_and_aligns(posed_frames, tmp_path):
     frames_ws, true_world_from_cam, scene = posed_frames
     names = sorted(true_world_from_cam)

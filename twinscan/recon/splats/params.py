@@ -44,13 +44,6 @@ def init_params(points: np.ndarray, colors: np.ndarray, sh_degree: int, init_opa
     return torch.nn.ParameterDict({name: torch.nn.Parameter(t.float()) for name, t in tensors.items()})
 
 
-def params_from_gaussians(gaussians: Gaussians) -> torch.nn.ParameterDict:
-    tensors = {"means": gaussians.means, "scales": gaussians.log_scales, "quats": gaussians.quats,
-               "opacities": gaussians.opacity_logits, "sh0": gaussians.sh[:, :1], "shN": gaussians.sh[:, 1:]}
-    return torch.nn.ParameterDict({name: torch.nn.Parameter(torch.as_tensor(np.asarray(t, dtype=np.float32)))
-                                   for name, t in tensors.items()})
-
-
 def gaussians_from_params(params: torch.nn.ParameterDict) -> Gaussians:
     """The trained splats as numpy, quaternions normalised (the PLY stores unit quaternions)."""
     def array(name: str) -> np.ndarray:
