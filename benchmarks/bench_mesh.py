@@ -38,7 +38,7 @@ from eval_twin import SAMPLE, truth_in_twin
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics
 from twinscan.meshing.build import MeshResult
 from twinscan.meshing.stage import stage_views
-from twinscan.meshing.raycast import look_at
+from twinscan.camera import look_at
 from twinscan.optional import open3d
 from twinscan.presets import get_preset
 from twinscan.synth import build_scene, intrinsics, render_frame, scene_mesh

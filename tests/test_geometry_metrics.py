@@ -105,8 +105,9 @@ def test_the_colliders_are_read_as_a_simulator_builds_them(tmp_path):
 def test_collider_faces_seen_squarely_by_many_views_are_trusted_and_unseen_ones_are_not():
     """A box filmed from its +x side only: that face is trusted, the far face and the top (above every
     camera) are uncertain because no view saw them, and the summary says so by area."""
+    from twinscan.camera import look_at
     from twinscan.meshing.confidence import face_confidence
-    from twinscan.meshing.raycast import look_at, render_mesh_views
+    from twinscan.meshing.raycast import render_mesh_views
 
     box = trimesh.creation.box(extents=(1.0, 1.0, 1.0))
     box.apply_translation((0, 0, 0.5))

@@ -11,13 +11,14 @@ import pytest
 import trimesh
 from scipy.spatial.transform import Rotation
 
+from twinscan.camera import look_at
 from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
 from twinscan.meshing.cleanup import drop_below, fill_small_holes
 from twinscan.meshing.collision import convex_decomposition
 from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, within_points
 from twinscan.meshing.fusion import clean_depth
-from twinscan.meshing.raycast import look_at, render_mesh_views
+from twinscan.meshing.raycast import render_mesh_views
 from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
 from twinscan.optional import available
 from twinscan.presets import get_preset

@@ -14,7 +14,7 @@ import pycolmap
 import pytest
 
 from twinscan.errors import TwinscanError
-from twinscan.meshing.raycast import look_at
+from twinscan.camera import look_at
 from twinscan.presets import get_preset
 from twinscan.recon.sfm import SfmConfig, import_colmap, import_transforms, run_sfm
 from twinscan.recon.sfm.continuity import off_path_frames

@@ -15,8 +15,10 @@ from scipy.ndimage import gaussian_filter
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
-from twinscan.presets import get_preset
 from twinscan.gaussians.raster import cuda_available, rasterize
+from twinscan.layout import SFM_RECORD
+from twinscan.presets import get_preset
+from twinscan.recon.sfm.record import ScaleSource, SfmRecord, WorldFrame
 from twinscan.recon.splats import (SplatsConfig, TrainingViews, evaluate, run_splats, select_backend,
                                    train_splats)
 from twinscan.recon.splats.metrics import ssim
@@ -208,6 +210,10 @@ def _write_undistorted_model(root: Path, views: TrainingViews) -> None:
     colors = np.round(views.point_colors * 255).astype(int)
     (root / "sparse" / "points3D.txt").write_text("".join(
         f"{i + 1} {x} {y} {z} {r} {g} {b} 0\n" for i, ((x, y, z), (r, g, b)) in enumerate(zip(views.points, colors))))
+    world = WorldFrame(ScaleSource.NONE, metric=False, origin="camera centroid (yaw arbitrary)", marker_id=None,
+                       floor_found=False, world_from_colmap=None)  # and its record, as the sfm stage writes beside it
+    record = SfmRecord(world, registered=len(views), total=len(views), mean_reprojection_error_px=0.0)
+    (root.parent.parent / SFM_RECORD).write_text(json.dumps(record.to_json()))
 
 
 def _rotation_to_xyzw(rotation: np.ndarray) -> np.ndarray:

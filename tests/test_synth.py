@@ -311,7 +311,7 @@ def test_no_surface_is_longer_than_its_texture_repeats():
 def test_the_hard_cell_has_plain_and_glossy_panels_and_walls_behind_the_loop():
     """A plain panel looks the same, flat grey, from everywhere; a glossy one changes with the view; the
     walls stand behind the loop, so an inward-looking walk sees them only from across the cell."""
-    from twinscan.meshing.raycast import look_at
+    from twinscan.camera import look_at
     from twinscan.synth.render import render_radiance
     from twinscan.synth.trajectory import LOOP_RADIUS_M
 

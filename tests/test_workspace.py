@@ -213,3 +213,33 @@ def test_each_workspace_path_is_spelled_once_in_the_package() -> None:
                      for literal in literals if literal in text)
     assert spelled == []
     assert layout.inside(layout.MESH_DIR, layout.COLLISION) == "collision.obj"
+
+
+def test_execute_skips_a_finished_stage_and_reruns_one_without_a_required_output(tmp_path: Path) -> None:
+    """The one stage runner: a stage done with the same config and inputs is skipped (`ran` False, its
+    recorded figures); one whose required output is gone (a workspace from before that output) runs again."""
+    from twinscan.stages import execute
+
+    class Counting:
+        name, versions, required = "frames", (), ("needed.txt",)
+        runs = 0
+
+        def inputs(self, ws: Workspace) -> dict[str, str]:
+            return {"video": "abc"}
+
+        def run(self, ws: Workspace, config: dict, run, force: bool) -> None:
+            Counting.runs += 1
+            atomic.write_bytes(ws.path("needed.txt"), b"x")
+            atomic.write_bytes(ws.path("recorded.txt"), b"x")
+            run.outputs.append("recorded.txt")
+            run.figures["runs"] = Counting.runs
+
+    ws = Workspace(tmp_path)
+    first = execute(Counting(), ws, {"n": 1})
+    assert first.ran and first.figures == {"runs": 1}
+    again = execute(Counting(), ws, {"n": 1})
+    assert not again.ran and again.figures == {"runs": 1}
+    assert execute(Counting(), ws, {"n": 2}).ran  # another config
+    (tmp_path / "needed.txt").unlink()
+    assert execute(Counting(), ws, {"n": 2}).figures == {"runs": 3}
+    assert not execute(Counting(), ws, {"n": 2}).ran

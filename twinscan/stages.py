@@ -18,6 +18,7 @@ from twinscan.workspace import StageRun, Workspace, tool_versions
 class Stage(Protocol):
     name: str  # one of twinscan.layout.STAGES
     versions: tuple[str, ...]  # the distributions whose versions the manifest records with the stage
+    required: tuple[str, ...]  # outputs later stages need: a finished stage without one (older twinscan) runs again
 
     def config(self, options: CaptureOptions) -> Any:
         """The stage's typed config from the user's options; raises TwinscanError on a bad one."""
@@ -39,7 +40,7 @@ def execute(stage: Stage, ws: Workspace, config: Any, force: bool = False) -> St
     """Run `stage` on the workspace under its lock, unless it is done (see the module docstring)."""
     inputs = stage.inputs(ws)  # before the lock, which makes OUT/: a missing input leaves nothing behind
     with ws.locked():
-        if not force and ws.is_done(stage.name, config, inputs):
+        if not force and ws.is_done(stage.name, config, inputs) and all(ws.path(p).exists() for p in stage.required):
             return StageResult(ws.stage_record(stage.name)["figures"], ran=False)
         with ws.run_stage(stage.name, config, inputs, tool_versions(*stage.versions)) as run:
             stage.run(ws, config, run, force)

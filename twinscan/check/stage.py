@@ -27,6 +27,7 @@ class CheckStage:
     physics: bool = True  # asked for: the config's `physics` is also False when Newton is not installed
     name: str = "check"
     versions: tuple[str, ...] = ("newton", "warp-lang", "usd-core")
+    required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> CheckConfig:
         return CheckConfig(physics=options.physics and newton_available())

@@ -31,6 +31,7 @@ class FramesStage:
     source: Path | None = None  # the video or image folder; None only to build the config
     name: str = "frames"
     versions: tuple[str, ...] = ("av", "opencv-python-headless", "numpy")
+    required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> FramesConfig:
         return FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)

@@ -10,20 +10,6 @@ from twinscan.meshing.views import DepthViews
 from twinscan.optional import open3d
 
 
-def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """world_from_cam (OpenCV axes) of a camera at `eye` looking at `target`, image up along `up`."""
-    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
-    forward = target - eye
-    forward /= np.linalg.norm(forward)
-    right = np.cross(forward, up)
-    right /= np.linalg.norm(right)
-    down = np.cross(forward, right)
-    world_from_cam = np.eye(4)
-    world_from_cam[:3, :3] = np.stack([right, down, forward], axis=1)
-    world_from_cam[:3, 3] = eye
-    return world_from_cam
-
-
 def _cast(mesh: trimesh.Trimesh, Ks: np.ndarray, world_from_cams: np.ndarray, width: int, height: int):
     """Per view: (depth along the optical axis, inf where the ray hits nothing; hit face ids)."""
     o3d = open3d()

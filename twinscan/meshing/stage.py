@@ -33,6 +33,7 @@ class MeshStage:
 
     name: str = "mesh"
     versions: tuple[str, ...] = VERSIONS
+    required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> MeshConfig:
         return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex, device=options.device)

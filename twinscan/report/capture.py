@@ -85,7 +85,7 @@ class Capture:
         return (tuple(bounds[0]), tuple(bounds[1])) if bounds else None
 
     def plan(self) -> TopDownPlan:
-        from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix
+        from twinscan.camera import world_from_cam_matrix
 
         images = sorted((image for image in self.model.images.values() if image.has_pose), key=lambda im: im.name)
         world_from_cams = np.array([world_from_cam_matrix(image) for image in images]).reshape(-1, 4, 4)

@@ -83,7 +83,7 @@ def oblique_camera(points: np.ndarray, width: int, height: int, azimuth_deg: flo
                    elevation_deg: float = 38.0, margin: float = 0.06) -> tuple[np.ndarray, np.ndarray]:
     """(K, world_from_cam) of a camera above and to the side of `points` that frames their robust
     bounding box (2nd-98th percentiles, so stray floaters do not shrink the scene)."""
-    from twinscan.meshing.raycast import look_at
+    from twinscan.camera import look_at
 
     low, high = np.percentile(points, [2, 98], axis=0)
     centre = (low + high) / 2

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from twinscan.camera import look_at_rotations
+
 LOOP_RADIUS_M = 3.7
 LOOP_FRACTION = 0.96  # ends a little short of the start: a loop closure, not a duplicate frame
 EYE_HEIGHT_M = 1.5
@@ -110,7 +112,7 @@ class Walkthrough:
                                             np.cos(1.3 * angle), np.zeros_like(angle)], axis=-1)
         if self._border is not None:
             target = eye + _turn_to_border(target - eye, self._border.heading(angle), turned)
-        rotation = _look_at(eye, target)
+        rotation = look_at_rotations(eye, target)
         jitter = self.hand_rotation(t) * hand[:, None]
         shake = _window(t, self.blur_stretch_s, 0.15) * np.radians(4.0) * np.sin(2 * np.pi * 2.5 * t)
         jitter[:, 1] += shake  # a quick pan back and forth: strong motion blur
@@ -180,13 +182,3 @@ def _turn_to_border(forward: np.ndarray, heading: np.ndarray, turned: np.ndarray
     yaw = yaw + turned * (np.mod(border_yaw - yaw + np.pi, 2 * np.pi) - np.pi)
     pitch = pitch + turned * (np.radians(BORDER_PITCH_DEG) - pitch)
     return np.column_stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)])
-
-
-def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """(N, 3, 3) world_from_cam rotations, OpenCV axes (x right, y down, z forward), no roll."""
-    forward = target - eye
-    forward /= np.linalg.norm(forward, axis=-1, keepdims=True)
-    right = np.cross(forward, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right, axis=-1, keepdims=True)
-    down = np.cross(forward, right)
-    return np.stack([right, down, forward], axis=-1)

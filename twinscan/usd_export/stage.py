@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import trimesh
 
+from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
 from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, FRAMES_JSON, MESH_DIR, MESH_SUMMARY, SPLATS_PLY, TWIN,
@@ -62,6 +63,7 @@ class UsdStage:
 
     name: str = "usd"
     versions: tuple[str, ...] = ("usd-core", "trimesh")
+    required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> UsdConfig:
         return UsdConfig(half_precision=options.half, usdz=options.usdz, static_friction=options.static_friction,
@@ -162,8 +164,7 @@ def _camera_track(ws: Workspace) -> CameraTrack | None:
     if not images:
         return None
     camera = model.cameras[images[0].camera_id]
-    world_from_cam = np.stack([np.linalg.inv(np.vstack([image.cam_from_world().matrix(), [0, 0, 0, 1]]))
-                               for image in images])
+    world_from_cam = np.stack([world_from_cam_matrix(image) for image in images])
     frame_times = np.array([times.get(image.name) or float(i) for i, image in enumerate(images)])
     return CameraTrack(K=camera.calibration_matrix(), width=camera.width, height=camera.height,
                        world_from_cam=world_from_cam, times=frame_times)

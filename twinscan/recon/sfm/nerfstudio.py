@@ -9,17 +9,11 @@ from typing import Any
 import numpy as np
 
 from twinscan import atomic
+from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
 
 GL_FROM_CV = np.diag([1.0, -1.0, -1.0, 1.0])  # flips y and z; its own inverse
 OPENCV_KEYS = ("fl_x", "fl_y", "cx", "cy", "k1", "k2", "p1", "p2")
-
-
-def world_from_cam_matrix(image) -> np.ndarray:
-    """4x4 world_from_cam (OpenCV axes) of a posed pycolmap image."""
-    world_from_cam = np.eye(4)
-    world_from_cam[:3] = image.cam_from_world().inverse().matrix()
-    return world_from_cam
 
 
 def write_transforms(reconstruction, path: Path, image_prefix: str) -> None:

@@ -17,19 +17,20 @@ from typing import Any
 import numpy as np
 
 from twinscan.atomic import atomic_dir, require_free_space, write_json
+from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
 from twinscan.layout import (FRAMES_DIR, FRAMES_JSON, SFM_DIR, SFM_PARTIAL, SFM_RECORD, SFM_WORK_PREFIX, TRANSFORMS,
                              UNDISTORTED, inside)
+from twinscan.options import CaptureOptions
+from twinscan.presets import get_preset
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.continuity import off_path_frames
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
-from twinscan.recon.sfm.nerfstudio import world_from_cam_matrix, write_transforms
+from twinscan.recon.sfm.nerfstudio import write_transforms
 from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
 from twinscan.recon.sfm.record import ScaleSource, SfmRecord, WorldFrame
 from twinscan.recon.sfm.world_frame import anchored_at_marker, camera_up, world_from_raw
-from twinscan.options import CaptureOptions
-from twinscan.presets import get_preset
 from twinscan.stages import execute
 from twinscan.workspace import StageRun, Workspace, fingerprint
 
@@ -166,6 +167,7 @@ class SfmStage:
 
     name: str = "sfm"
     versions: tuple[str, ...] = VERSIONS
+    required: tuple[str, ...] = (SFM_RECORD,)  # absent from workspaces of twinscan before the record
 
     def config(self, options: CaptureOptions) -> SfmConfig:
         return SfmConfig.from_preset(

@@ -117,6 +117,7 @@ class SplatsStage:
 
     name: str = "splats"
     versions: tuple[str, ...] = VERSIONS
+    required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> SplatsConfig:
         cfg = SplatsConfig.from_preset(get_preset(options.quality), device=options.device)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from twinscan.camera import cam_from_world_matrix
 from twinscan.errors import TwinscanError
 from twinscan.layout import UNDISTORTED, UNDISTORTED_CAMERAS, UNDISTORTED_IMAGES
 from twinscan.workspace import Workspace
@@ -80,7 +81,7 @@ def views_from_reconstruction(reconstruction, image_dir: Path, max_side: int) ->
         names.append(image.name)
         images.append(torch.from_numpy(rgb).float() / 255.0)
         Ks.append(K)
-        cam_from_world.append(np.vstack([image.cam_from_world().matrix(), [0, 0, 0, 1]]))
+        cam_from_world.append(cam_from_world_matrix(image))
     if not names:
         raise TwinscanError("the SfM model has no registered images", "run the sfm stage again")
     ids = list(reconstruction.points3D)
