@@ -42,6 +42,7 @@ from twinscan.camera import look_at
 from twinscan.optional import open3d
 from twinscan.presets import get_preset
 from twinscan.synth import build_scene, intrinsics, render_frame, scene_mesh
+from twinscan.runtime import init_runtime
 from twinscan.workspace import Workspace
 
 
@@ -205,4 +206,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    init_runtime()  # as the CLI does, before torch or numba run
     main()

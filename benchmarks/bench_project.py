@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from twinscan.gaussians.raster.project import colors_from_sh, project
+from twinscan.runtime import init_runtime
 
 SH_DEGREE = 3
 
@@ -61,4 +62,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    init_runtime()  # as the CLI does, before torch or numba run
     main()

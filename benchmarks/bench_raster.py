@@ -28,6 +28,7 @@ from twinscan.gaussians.raster.fast import rasterize_fast
 from twinscan.gaussians.raster.project import ScreenGaussians, project
 from twinscan.gaussians.raster.tiled import rasterize_tiled
 from twinscan.gaussians.raster.tiles import bin_gaussians, bin_gaussians_fast
+from twinscan.runtime import init_runtime
 
 WIDTH, HEIGHT = 320, 180
 FOCAL = 300.0
@@ -133,4 +134,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    init_runtime()  # as the CLI does, before torch or numba run
     main()

@@ -19,6 +19,7 @@ from rich.table import Table
 from twinscan.recon.splats import SplatsConfig, TrainingViews, select_backend
 from twinscan.recon.splats.backend import cpu_training_threads
 from twinscan.recon.splats.trainer import _Run
+from twinscan.runtime import init_runtime
 
 
 def random_views(num_gaussians: int, width: int, height: int, num_views: int = 9, seed: int = 0) -> TrainingViews:
@@ -75,4 +76,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    init_runtime()  # as the CLI does, before torch or numba run
     main()

@@ -8,6 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from twinscan.runtime import init_runtime
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    init_runtime()  # the CLI's process-wide settings, before any test loads torch or runs a numba kernel
+
 
 @pytest.fixture(scope="session")
 def smoke_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 from twinscan.batch.jobs import CaptureJob
 from twinscan.errors import TwinscanError
 from twinscan.pipeline import CaptureOptions, run_capture
+from twinscan.runtime import init_runtime
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def output_to(log: Path) -> Iterator[None]:
 
 def run_attempt(attempt: Attempt, options: CaptureOptions, log_dir: Path) -> AttemptOutcome:
     """Run (or resume) the capture; its progress output goes to LOG_DIR/<name>.log."""
+    init_runtime()  # a worker process (or Ray task) is an entry point of its own
     started = time.time()
     with output_to(log_path(log_dir, attempt.job)):
         print(f"--- {attempt.job.video} -> {attempt.job.workspace}, attempt {attempt.number}", flush=True)

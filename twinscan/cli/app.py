@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-# numba's and torch's OpenMP workers spin-wait between parallel regions; on a 2-core machine the
-# spinning starves the other runtime (small torch ops ran 45x slower). Set before torch loads.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -25,6 +19,7 @@ from twinscan.errors import TwinscanError
 from twinscan.layout import TWIN
 from twinscan.pipeline import CaptureOptions, import_sfm_stage, run_capture, run_stage
 from twinscan.progress import console, say
+from twinscan.runtime import init_runtime
 from twinscan.workspace import Workspace
 
 app = typer.Typer(
@@ -225,6 +220,7 @@ app.command(name="view")(view_command)
 
 
 def main() -> None:
+    init_runtime()  # before torch or numba load (no module above imports them)
     app()
 
 

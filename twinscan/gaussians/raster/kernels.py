@@ -15,15 +15,8 @@ Intel SVML); its relative error (< 2e-6 on [0, 8]) is of the order of CUDA's __e
 
 from __future__ import annotations
 
-import os
-
 import numba
 import numpy as np
-
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    # Process-wide: GNU OpenMP threads spin after each parallel region, which on a small (shared)
-    # machine burns the cores that torch and the other tile workers need; numba's workqueue sleeps.
-    numba.config.THREADING_LAYER = "workqueue"
 
 F0 = np.float32(0.0)
 F1 = np.float32(1.0)

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from twinscan.gaussians.raster import kernels  # noqa: F401 -- sets numba's threading layer before a parallel kernel runs
 
 BLOCK = 128  # Gaussians per parallel work item (and per partial sum of the camera gradient)
 
