@@ -43,6 +43,7 @@ VISUAL_MTL = "mesh/visual.mtl"
 VISUAL_COLOURS = "mesh/visual_colours.ply"  # vertex colours (glTF would multiply them into the texture)
 COLLISION = "mesh/collision.obj"  # the structure, floor excluded
 COLLISION_CONFIDENCE = "mesh/collision_confidence.npy"  # (F,) float32 per face of COLLISION, in its order
+PLANES = "mesh/planes.obj"  # planar collider patches closed where fusion left fragments (meshing/planes.py)
 FLOOR = "mesh/floor.obj"  # the floor slab collider, top face at z = 0
 CONVEX_DIR = "mesh/convex"  # part_000.obj ... (CoACD)
 CONVEX_PART = "part_{:03d}.obj"  # a convex part's name inside CONVEX_DIR

@@ -18,6 +18,7 @@ from twinscan.meshing.confidence import face_confidence
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_grid, floor_slab,
                                     outside_footprint, with_walkway, within_points)
+from twinscan.meshing.planes import complete_planes
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.views import DepthViews
 
@@ -33,6 +34,7 @@ class MeshResult:
     collision_confidence: np.ndarray | None = None  # (F,) per collision face, see meshing/confidence.py
     figures: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    planes: trimesh.Trimesh | None = None  # planar collider patches the collision mesh lacks (meshing/planes.py)
 
 
 def _no_progress(n: float = 1, status: str | None = None) -> None:
@@ -68,7 +70,8 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     timed("fusion", f"fused {len(views)} views, voxel {voxel * 100:.1f} cm", step)
 
     step = time.time()
-    surface = _clean(surface, views, depth, voxel, cfg, figures)
+    # planes are sought on all that was captured: walls stand past the floor's footprint, in fragments
+    surface, captured = _clean(surface, views, depth, voxel, cfg, figures)
     timed("cleanup", f"removed {figures['components_removed']} small components", step)
 
     step = time.time()
@@ -127,6 +130,12 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     collider, _ = cleanup.keep_large_components(collider, min_area)  # crumbs the decimation split off
     collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
     slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
+    planes = None
+    if floor is not None and cfg.planes.enabled:  # planes are upright or level: the twin must be
+        planar = complete_planes(captured, sfm_points, views, collider, voxel, cfg.planes)
+        collider, _ = cleanup.keep_large_components(cleanup.keep_faces(collider, ~planar.ghosts), min_area)
+        planes = planar.mesh if len(planar.mesh.faces) else None
+        figures.update(planar.figures)
     trust = face_confidence(collider, views, tolerance=2 * voxel)
     figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
                    collision_non_manifold_edges=collision.non_manifold_edges(collider),
@@ -148,7 +157,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     figures["seconds"] = {name: round(value, 2) for name, value in seconds.items()}
     return MeshResult(visual=visual, textured=textured, collision=collider, floor=floor, floor_slab=slab,
                       convex_parts=parts, collision_confidence=trust.confidence.astype(np.float32),
-                      figures=figures, warnings=warnings)
+                      figures=figures, warnings=warnings, planes=planes)
 
 
 def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[trimesh.Trimesh, float, np.ndarray]:
@@ -172,15 +181,16 @@ def _max_depth(depth: np.ndarray) -> float:
 
 
 def _clean(raw: trimesh.Trimesh, views: DepthViews, depth: np.ndarray, voxel: float, cfg: MeshConfig,
-           figures: dict[str, Any]) -> trimesh.Trimesh:
-    """Crop to the captured region, drop small components, close small holes."""
+           figures: dict[str, Any]) -> tuple[trimesh.Trimesh, trimesh.Trimesh]:
+    """Crop to the captured region, drop small components, close small holes. (The surface, and the
+    captured surface before its small components went.)"""
     captured, outside_faces = cleanup.crop_to_captured(raw, views, cfg.min_views, _max_depth(depth))
     large, components_removed = cleanup.keep_large_components(captured, cfg.min_component_voxels * voxel ** 2,
                                                               floor_band=1.5 * voxel)
     surface, hole_faces = cleanup.fill_small_holes(large, cfg.hole_perimeter)
     figures.update(faces_outside_capture=outside_faces,
                    components_removed=components_removed, hole_faces_added=hole_faces)
-    return surface
+    return surface, captured
 
 
 def _visual_surface(surface: trimesh.Trimesh, is_floor: np.ndarray, floor: Floor | None, cfg: MeshConfig,

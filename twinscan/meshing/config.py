@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from twinscan.errors import TwinscanError
 from twinscan.gaussians.backend import DEVICES
+from twinscan.meshing.planes import PlaneConfig
 from twinscan.presets import Preset
 
 
@@ -38,6 +39,7 @@ class MeshConfig:
     convex_threshold: float = 0.08  # CoACD concavity threshold (larger: fewer parts)
     convex_max_parts: int = 64
     device: str = "auto"  # the splat renders' rasterizer (twinscan.gaussians.backend): "auto", "cpu" or "cuda"
+    planes: PlaneConfig = PlaneConfig()  # planar structure closed where fusion left fragments (meshing/planes.py)
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:

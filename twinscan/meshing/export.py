@@ -10,7 +10,7 @@ import trimesh
 
 from twinscan.atomic import atomic_dir
 from twinscan.layout import (COLLISION, COLLISION_CONFIDENCE, CONVEX_DIR, CONVEX_PART, FLOOR, MESH_DIR, MESH_SUMMARY,
-                             VISUAL_COLOURS, VISUAL_GLB, VISUAL_MTL, VISUAL_OBJ, inside)
+                             PLANES, VISUAL_COLOURS, VISUAL_GLB, VISUAL_MTL, VISUAL_OBJ, inside)
 from twinscan.meshing.build import MeshResult
 
 
@@ -34,6 +34,9 @@ def write_meshes(result: MeshResult, folder: Path) -> list[str]:
         if result.collision_confidence is not None:
             np.save(at(COLLISION_CONFIDENCE), result.collision_confidence)
             names.append(COLLISION_CONFIDENCE)
+        if result.planes is not None:
+            result.planes.export(at(PLANES))
+            names.append(PLANES)
         if result.floor_slab is not None:
             result.floor_slab.export(at(FLOOR))
             names.append(FLOOR)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twinscan.layout import (COLLISION, COLLISION_CONFIDENCE, FLOOR, FRAMES_JSON, HELDOUT_DIR, PROBES_PNG, SFM_DIR,
-                             STAGES, TWIN, VISUAL_COLOURS)
+from twinscan.layout import (COLLISION, COLLISION_CONFIDENCE, FLOOR, FRAMES_JSON, HELDOUT_DIR, PLANES, PROBES_PNG,
+                             SFM_DIR, STAGES, TWIN, VISUAL_COLOURS)
 from twinscan.recon.sfm.markers import MIN_VIEWS
 from twinscan.report import figures
 from twinscan.report.capture import Capture
@@ -23,7 +23,7 @@ MAX_HELDOUT = 6
 HELDOUT_PANEL_WIDTH = 480
 MESH_RENDER_SIZE = (800, 500)
 TRUSTED_RGB, DOUBTFUL_RGB, UNCERTAIN_RGB = np.array([64, 160, 90]), np.array([230, 170, 60]), (214, 76, 60)
-COLLISION_RGB, FLOOR_RGB = (150, 172, 196), (205, 196, 178)
+COLLISION_RGB, FLOOR_RGB, PLANES_RGB = (150, 172, 196), (205, 196, 178), (150, 110, 190)
 
 
 # ---- frames -----------------------------------------------------------------------------------------------------
@@ -127,10 +127,13 @@ def mesh_preview(capture: Capture) -> str:
     collision = [_layer(capture.ws.path(COLLISION), COLLISION_RGB)]
     if capture.ws.path(FLOOR).exists():
         collision.append(_layer(capture.ws.path(FLOOR), FLOOR_RGB))
+    if capture.ws.path(PLANES).exists():
+        collision.append(_layer(capture.ws.path(PLANES), PLANES_RGB))
     K, world_from_cam = figures.oblique_camera(visual.vertices, width, height)
     panels = []
     for layers, caption in (([visual], "visual mesh, vertex colours"),
-                            (collision, "collision mesh (blue) and floor slab (sand): what physics sees")):
+                            (collision, "collision mesh (blue), floor slab (sand) and planar patches closed over "
+                                        "what fusion left in fragments (violet): what physics sees")):
         rgb = figures.render_layers(layers, K, world_from_cam, width, height)
         panels.append(f'<figure class="panel">{img(figures.encode(rgb, quality=90), "image/jpeg", caption)}'
                       f"<figcaption>{esc(caption)}</figcaption></figure>")
@@ -141,7 +144,10 @@ def mesh_preview(capture: Capture) -> str:
             ["floor height / tilt", f"{fmt(f.get('floor_height_m'))} m / {fmt(f.get('floor_tilt_deg'))}°"],
             ["floor area seen", f"{fmt(f.get('floor_area_m2'))} m²"],
             ["voxel size", f"{fmt(f.get('voxel_size_m'))} m"],
-            ["floaters / components removed", f"{fmt(f.get('floating_removed'))} / {fmt(f.get('components_removed'))}"]]
+            ["floaters / components removed", f"{fmt(f.get('floating_removed'))} / {fmt(f.get('components_removed'))}"],
+            ["planar patches (inferred, not fused)",
+             f"{fmt(f.get('planar_patches'))}, {fmt(f.get('planar_area_m2'))} m²"],
+            ["reflection faces removed", fmt(f.get("ghost_faces_removed"))]]
     half = (len(rows) + 1) // 2
     tables = "".join(f'<div>{table([[esc(k), esc(v)] for k, v in part], css_class="kv")}</div>'
                      for part in (rows[:half], rows[half:]))

@@ -10,13 +10,18 @@ from twinscan.usd_export.content import FloorArea, PhysicsMaterial
 from twinscan.usd_export.meshes import author_mesh
 
 PHYSICS_MATERIAL = "PhysicsMaterials/Surface"  # under the collision root
+PLANAR_COMPLETION = "twinscan:planarCompletion"  # customData key on the planar patches' prim
 
 
 def author_collision(stage: Usd.Stage, root: str, mesh: trimesh.Trimesh | None,
                      convex_parts: tuple[trimesh.Trimesh, ...], floor: FloorArea | None,
-                     material: PhysicsMaterial = PhysicsMaterial()) -> None:
+                     material: PhysicsMaterial = PhysicsMaterial(), planes: trimesh.Trimesh | None = None) -> None:
     """Colliders under `root`, all purpose "guide" (seen by physics, not by renderers), all bound to one
     UsdPhysics material (friction, restitution) that a sim team edits in one place.
+
+    `planes` (flat patches closed over planar structure that fusion left in fragments) go in a prim of
+    their own, marked `twinscan:planarCompletion` in its customData: inferred, not fused, so a sim team
+    can tell them apart and switch them off.
 
     No RigidBodyAPI: the environment is static, which PhysX simulates exactly with triangle meshes
     (approximation "none"); convex parts are for engines or dynamic uses that need them.
@@ -28,6 +33,10 @@ def author_collision(stage: Usd.Stage, root: str, mesh: trimesh.Trimesh | None,
     colliders = []
     if mesh is not None:
         colliders.append(_collider(author_mesh(stage, f"{root}/Mesh", mesh)[0].GetPrim(), UsdPhysics.Tokens.none))
+    if planes is not None:
+        prim = _collider(author_mesh(stage, f"{root}/Planes", planes)[0].GetPrim(), UsdPhysics.Tokens.none)
+        prim.SetCustomDataByKey(PLANAR_COMPLETION, True)
+        colliders.append(prim)
     if convex_parts:
         UsdGeom.Scope.Define(stage, f"{root}/Convex")
     for index, part in enumerate(convex_parts):

@@ -74,6 +74,7 @@ class TwinContent:
     gaussians: Gaussians
     background: Gaussians | None = None  # splats outside the captured region (the hall behind the cell)
     collision_mesh: trimesh.Trimesh | None = None
+    planar_patches: trimesh.Trimesh | None = None  # planes closed where fusion left fragments (meshing/planes.py)
     convex_parts: tuple[trimesh.Trimesh, ...] = ()
     visual_mesh: trimesh.Trimesh | None = None
     visual_texture: Path | None = None  # image the visual mesh's UVs index (PNG/JPEG)

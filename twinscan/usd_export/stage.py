@@ -18,8 +18,8 @@ import trimesh
 from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
-from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, FRAMES_JSON, MESH_DIR, MESH_SUMMARY, SPLATS_PLY, TWIN,
-                             UNDISTORTED_CAMERAS, VISUAL_COLOURS, VISUAL_OBJ)
+from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, FRAMES_JSON, MESH_DIR, MESH_SUMMARY, PLANES, SPLATS_PLY,
+                             TWIN, UNDISTORTED_CAMERAS, VISUAL_COLOURS, VISUAL_OBJ)
 from twinscan.recon.sfm.record import ScaleSource as RecordedScale
 from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, PhysicsMaterial, ScaleSource,
@@ -116,10 +116,12 @@ def workspace_content(ws: Workspace) -> TwinContent:
     background = read_ply(ws.path(BACKGROUND_PLY)) if ws.path(BACKGROUND_PLY).exists() else None
     summary = json.loads(ws.path(MESH_SUMMARY).read_text()) if ws.path(MESH_SUMMARY).exists() else {}
     collision = _load_mesh(ws.path(COLLISION))
+    planes = _load_mesh(ws.path(PLANES))
     visual, texture = _load_visual(ws)
     convex = tuple(_load_mesh(p) for p in sorted(ws.path(CONVEX_DIR).glob("*.obj")))
     return TwinContent(
-        gaussians=gaussians, background=background, collision_mesh=collision, convex_parts=convex, visual_mesh=visual,
+        gaussians=gaussians, background=background, collision_mesh=collision, planar_patches=planes,
+        convex_parts=convex, visual_mesh=visual,
         visual_texture=texture, cameras=_camera_track(ws), floor=_floor_area(summary, gaussians.means),
         metadata=_metadata(ws))
 

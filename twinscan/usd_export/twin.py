@@ -53,7 +53,7 @@ def write_twin(out_path: str | Path, content: TwinContent, options: ExportOption
     if content.collision_mesh is not None or content.convex_parts or content.floor is not None:
         with new_stage(layer := folder / f"{stem}_collision.usdc", "Collision") as stage:
             author_collision(stage, "/Collision", content.collision_mesh, content.convex_parts, content.floor,
-                             content.physics_material)
+                             content.physics_material, content.planar_patches)
         parts.append(_Part("Collision", layer))
     if content.visual_mesh is not None:
         parts.append(_write_visual(folder, stem, content))

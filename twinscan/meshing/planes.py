@@ -1,0 +1,455 @@
+"""Large planar structure closed where the photos show it: walls, cabinet and machine fronts, table tops.
+
+Fusion leaves such surfaces in fragments where depth is sparse (walls seen only from across the cell,
+textureless panels) and the collider's fragment rules then rightly drop the fragments; a glossy front
+fuses as a ghost behind it, from the depth of its reflections. A robot still needs the wall and the
+front. So upright and level planes are voted for among the fused surface and the rendered depth (by
+orientation and offset, and upright ones also by position alone, as far walls fuse too bumpy for their
+normals), placed by the renders or the SfM points, bounded by what the views saw on them (the hull of
+the support's fragments, down to the floor), carved back where views looked through them, kept only
+where the views in front render them, and added as flat collider patches where the collider does not
+already hold them. Collider faces that the views only ever rendered through an accepted patch (a
+reflection's ghost) are removed. Only upright and level planes: a plant's large planes are walls,
+fronts and tops, and the twin frame is level (the floor is z = 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import trimesh
+from scipy import ndimage
+from scipy.spatial import Delaunay, QhullError, cKDTree
+
+from twinscan.meshing.floor import refine_plane
+from twinscan.meshing.views import DepthViews
+
+
+@dataclass(frozen=True)
+class PlaneConfig:
+    enabled: bool = True
+    max_tilt_deg: float = 10.0  # upright planes within this of vertical, level ones within this of level
+    distance_voxels: float = 1.5  # support lies within this many voxels of its plane
+    normal_agreement_deg: float = 30.0  # a surface point supports a plane only facing the same way
+    cell: float = 0.05  # metres: the patches' raster on the plane
+    bridge: float = 0.60  # metres: fragments of one surface this close are one patch (their hull)
+    min_area: float = 0.30  # m2: smaller supported footprints add no patch
+    min_support: float = 0.25  # a plane needs fused or rendered samples over this share of min_area
+    min_views: int = 3  # a patch needs support rendered by this many views
+    carve_seen_share: float = 0.15  # cells fewer than this share of the views render (the rest look through) go
+    min_seen_share: float = 0.3  # ... and rendered where it lies by this share of the views rendering it or past it
+    min_seen_share_missing: float = 0.18  # ... or this share, where the collider holds at most missing_share of it
+    missing_share: float = 0.05
+    covered: float = 0.03  # metres: patch cells this close to the collider are already there
+    max_covered_share: float = 0.8  # patches the collider already holds to this share add nothing
+    min_height: float = 0.10  # metres: level planes lower than this are the floor's business
+    max_planes: int = 40
+
+
+MIN_PINNING_POINTS = 10  # SfM points that place a plane voted for by position
+BAND_WIDTHS = 4  # a plane voted for by position takes the points this many bins either side
+DEPTH_SHARE = 0.02  # renders count as showing a point within this share of its depth (or the tolerance)
+NORMAL_NEIGHBOURS = 16  # samples (one per voxel) a point's normal is fitted to
+RENDER_STRIDE = 4  # every this-th pixel of the renders, each way, refits the planes
+MIN_CELLS_SEEN = 4  # a view supports a patch when it renders at least this many of its cells
+
+
+@dataclass(frozen=True)
+class Plane:
+    normal: np.ndarray  # (3,) unit, facing the views that saw it
+    centre: np.ndarray  # (3,) a point on it
+    support: int  # points within reach and facing the same way
+    views: int  # views whose renders show the support
+    area: float  # m2 of patch added (after carving and what the collider already held)
+
+
+@dataclass
+class PlanarPatches:
+    mesh: trimesh.Trimesh  # flat patches facing the views, empty when none were added
+    ghosts: np.ndarray  # (F,) collider faces only ever rendered through a patch: a reflection's depth
+    planes: list[Plane] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, views: DepthViews,
+                    collider: trimesh.Trimesh, voxel: float, cfg: PlaneConfig) -> PlanarPatches:
+    """Patches for the planar structure `collider` misses, found on the cleaned fused `surface`
+    (before anything was cut as background) and the SfM points (twin frame, z = 0 the floor)."""
+    distance = cfg.distance_voxels * voxel
+    rendered, rendered_normals = _rendered_points(views, RENDER_STRIDE)
+    # the fused surface and what the views rendered, one sample per cell: the renders keep a glossy
+    # front that fusion lost to its reflections, the fusion a wall that few renders show whole
+    points, normals = _one_per_voxel(np.concatenate([surface.triangles_center, rendered]),
+                                     np.concatenate([surface.face_normals, rendered_normals]), cfg.cell)
+    above = points[:, 2] > cfg.min_height / 2
+    points, normals = points[above], _smoothed(points[above], normals[above])
+    rendered = rendered[rendered[:, 2] > cfg.min_height / 2]
+    sfm = np.zeros((0, 3)) if sfm_points is None else sfm_points[sfm_points[:, 2] > cfg.min_height / 2]
+    min_support = cfg.min_support * cfg.min_area / cfg.cell ** 2
+    candidates = _find_planes(points, normals, distance, min_support, cfg)
+    cameras = views.world_from_cam[:, :3, 3]
+    candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
+    parts, planes = [], []
+    ghosts = np.zeros(len(collider.faces), bool)
+    depth = np.where(views.valid(0.5), views.depth, 0.0)
+    for normal, centre, support in candidates:
+        normal, centre = _refit(rendered, normal, centre, distance)
+        cells, frame = _footprint(points, normals, sfm, normal, centre, distance, cfg)
+        if cells is None:
+            continue
+        on, through, behind = _votes(_cell_centres(cells, frame, cfg.cell), normal, views, depth, 2 * distance)
+        seen = on.sum(axis=0)
+        # carved where views looked through (a reflection's depth shows in some views only: kept)
+        looked_through = (through >= 2) & (seen < cfg.carve_seen_share * (seen + through))
+        cells = _carve(cells, looked_through.reshape(cells.shape))
+        cells = _large_parts(cells, cfg.min_area / cfg.cell ** 2)
+        kept = cells.ravel()
+        seen_by = int((on[:, kept].sum(axis=1) >= MIN_CELLS_SEEN).sum())
+        # a surface the renders put behind what most views show in front is a reflection's ghost
+        share = seen[kept].sum() / max(int((seen + through + behind)[kept].sum()), 1)
+        if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
+            continue
+        held = trimesh.util.concatenate([collider, *parts]) if parts else collider  # a plane found twice adds once
+        covered = _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered) \
+            if len(held.faces) else 0.0
+        # where the collider holds none of it (a wall seen only from across the cell, behind machines),
+        # less of the views must show it: most of them look at what stands in front
+        if share < (cfg.min_seen_share if covered > cfg.missing_share else cfg.min_seen_share_missing):
+            continue
+        ghosts |= _ghosts(collider, cells, frame, cfg.cell, views, depth, distance)
+        if covered >= cfg.max_covered_share:
+            continue
+        parts.append(_cells_mesh(cells, frame, cfg.cell))
+        planes.append(Plane(normal, centre, support, seen_by, float(cells.sum() * cfg.cell ** 2)))
+    mesh = trimesh.util.concatenate(parts) if parts else trimesh.Trimesh()
+    figures = {"planes_found": len(candidates), "planar_patches": len(planes),
+               "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
+               "ghost_faces_removed": int(ghosts.sum())}
+    return PlanarPatches(mesh, ghosts, planes, figures)
+
+
+def _ghosts(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cell: float, views: DepthViews,
+            depth: np.ndarray, tolerance: float) -> np.ndarray:
+    """Mask of collider faces behind the patch that most views rendering them saw through the patch.
+
+    A glossy front renders, in the views that catch a reflection, the reflected room's depth behind
+    it; fused, that depth becomes a ghost surface behind the front (the bloat of a glossy cabinet).
+    Real structure behind an opaque panel is rendered only by views that pass its edges; a ghost mostly
+    by views through it.
+    """
+    centres = collider.triangles_center
+    behind = (centres - frame.origin) @ frame.normal < -tolerance
+    rendered = np.zeros(len(centres), np.int64)
+    crossing = np.zeros(len(centres), np.int64)
+    looked_through = np.zeros(len(centres), bool)
+    if not behind.any():
+        return behind
+    points = centres[behind]
+    for n in range(len(views)):
+        inside, row, col, z = views.pixels(n, points)
+        on = inside & (depth[n, row, col] > 0) & (np.abs(depth[n, row, col] - z) <= tolerance)
+        camera = views.world_from_cam[n, :3, 3]
+        ray = points - camera
+        along = ray @ frame.normal
+        t = np.where(np.abs(along) > 1e-9, ((frame.origin - camera) @ frame.normal) / np.where(
+            np.abs(along) > 1e-9, along, 1.0), -1.0)
+        hit = camera + t[:, None] * ray
+        i = np.floor((hit - frame.origin) @ frame.u / cell).astype(np.int64)
+        j = np.floor((hit - frame.origin) @ frame.v / cell).astype(np.int64)
+        within = (t > 0) & (t < 1) & (i >= 0) & (i < cells.shape[0]) & (j >= 0) & (j < cells.shape[1])
+        through = within.copy()
+        through[within] = cells[i[within], j[within]]
+        rendered[behind] += on
+        crossing[behind] += on & through
+        looked_through[behind] |= inside & through
+    # never rendered where it lies, yet looked at through the patch: fused from depth no view holds now
+    return behind & np.where(rendered > 0, 2 * crossing > rendered, looked_through)
+
+
+def _rendered_points(views: DepthViews, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """What the views rendered, every `stride`-th pixel each way: world points and unit normals (from
+    the neighbouring pixels' points, facing the camera); pixels without a full neighbourhood are left out."""
+    h, w = views.size
+    v, u = np.mgrid[0:h - stride:stride, 0:w - stride:stride]
+    points, normals = [], []
+    valid = views.valid(0.5)
+    for n in range(len(views)):
+        rays = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1) @ np.linalg.inv(views.K[n]).T
+        world = {}
+        for dv, du in ((0, 0), (0, stride), (stride, 0)):
+            z = np.where(valid[n, v + dv, u + du], views.depth[n, v + dv, u + du], np.nan)
+            shifted = np.stack([u + du + 0.5, v + dv + 0.5, np.ones_like(u)], -1) @ np.linalg.inv(views.K[n]).T
+            world[dv, du] = ((shifted * z[..., None]) @ views.world_from_cam[n, :3, :3].T
+                             + views.world_from_cam[n, :3, 3])
+        normal = np.cross(world[0, stride] - world[0, 0], world[stride, 0] - world[0, 0])
+        length = np.linalg.norm(normal, axis=-1)
+        good = np.isfinite(length) & (length > 0)
+        normal = normal[good] / length[good, None]
+        facing = (rays[good] @ views.world_from_cam[n, :3, :3].T * normal).sum(axis=1)
+        normals.append(np.where(facing[:, None] > 0, -normal, normal))
+        points.append(world[0, 0][good])
+    return np.concatenate(points), np.concatenate(normals)
+
+
+def _refit(points: np.ndarray, normal: np.ndarray, centre: np.ndarray,
+           distance: float) -> tuple[np.ndarray, np.ndarray]:
+    """The plane refit to the rendered depth near it: what the views saw lies on the surface, while
+    the fused surface blends in what a few views saw behind it (a glossy front's reflections)."""
+    near = np.abs((points - centre) @ normal) <= distance
+    if near.sum() < 50:
+        return normal, centre
+    refit, point = refine_plane(points[near], np.append(normal, -normal @ centre), distance)
+    return (refit if refit @ normal > 0 else -refit), point
+
+
+def _covered_share(collider: trimesh.Trimesh, points: np.ndarray, distance: float) -> float:
+    from twinscan.meshing.metrics import surface_distance
+
+    return float((surface_distance(collider, points) <= distance).mean())
+
+
+def _one_per_voxel(points: np.ndarray, normals: np.ndarray, voxel: float) -> tuple[np.ndarray, np.ndarray]:
+    """One point and its normal per occupied voxel (`voxel` metres): votes by area, not by sampling density."""
+    _, first = np.unique(np.floor(points / voxel).astype(np.int64), axis=0, return_index=True)
+    return points[first], normals[first]
+
+
+def _smoothed(points: np.ndarray, normals: np.ndarray, neighbours: int = NORMAL_NEIGHBOURS) -> np.ndarray:
+    """Normals of the best plane through each point's neighbours, facing as its own normal did: a far
+    wall fuses bumpy (its faces' normals scatter by tens of degrees) but lies flat at this scale."""
+    if len(points) <= neighbours:
+        return normals
+    _, nearest = cKDTree(points).query(points, k=neighbours)
+    local = points[nearest] - points[nearest].mean(axis=1, keepdims=True)
+    smooth = np.linalg.eigh(np.einsum("nki,nkj->nij", local, local))[1][:, :, 0]
+    return smooth * np.where((smooth * normals).sum(axis=1) < 0, -1.0, 1.0)[:, None]
+
+
+def _find_planes(points: np.ndarray, normals: np.ndarray, distance: float, min_support: float,
+                 cfg: PlaneConfig) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """(normal, centre, support) of upright and level planes, most supported first: repeatedly the
+    strongest vote over (orientation, offset), refit to its inliers, whose points then leave the vote."""
+    agree = np.cos(np.radians(cfg.normal_agreement_deg))
+    level = normals[:, 2] >= np.cos(np.radians(cfg.max_tilt_deg))
+    upright = np.abs(normals[:, 2]) <= np.sin(np.radians(cfg.max_tilt_deg))
+    free = level | upright
+    found = []
+    angle_bins = 180
+    while len(found) < cfg.max_planes and free.any():
+        angle = np.arctan2(normals[:, 1], normals[:, 0])
+        angle_bin = np.floor((angle + np.pi) / (2 * np.pi) * angle_bins).astype(np.int64) % angle_bins
+        best = None
+        for kind, mask in (("upright", upright & free), ("level", level & free)):
+            if mask.sum() < min_support:
+                continue
+            if kind == "upright":
+                offset = np.einsum("ij,ij->i", points[mask, :2], normals[mask, :2]) / np.maximum(
+                    np.linalg.norm(normals[mask, :2], axis=1), 1e-9)
+                keys = angle_bin[mask] * 1_000_000 + np.floor(offset / distance).astype(np.int64) + 500_000
+            else:
+                keys = np.floor(points[mask, 2] / distance).astype(np.int64)
+            values, counts = np.unique(keys, return_counts=True)
+            if counts.max() >= min_support and (best is None or counts.max() > best[0]):
+                best = (counts.max(), kind, np.flatnonzero(mask)[keys == values[np.argmax(counts)]])
+        if best is None:
+            break
+        _, kind, seeds = best
+        seed_normal = normals[seeds].mean(axis=0)
+        if kind == "upright":
+            seed_normal[2] = 0.0
+        seed_normal /= np.linalg.norm(seed_normal)
+        seed_centre = points[seeds].mean(axis=0)
+        facing = (normals @ seed_normal) >= agree
+        plane = np.append(seed_normal, -seed_normal @ seed_centre)
+        normal, centre = refine_plane(points[facing & free], plane, distance)
+        normal = normal if normal @ seed_normal > 0 else -normal
+        inliers = free & (np.abs((points - centre) @ normal) <= distance) & ((normals @ normal) >= agree)
+        free &= ~(inliers | np.isin(np.arange(len(points)), seeds))
+        tilt = np.degrees(np.arccos(min(abs(normal[2]), 1.0)))
+        if inliers.sum() >= min_support and (tilt <= cfg.max_tilt_deg or tilt >= 90 - cfg.max_tilt_deg):
+            found.append((normal, centre, int(inliers.sum())))
+    return found
+
+
+def _upright_by_position(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarray, distance: float,
+                         min_support: float, cfg: PlaneConfig) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Upright planes voted for by position alone (the floor plan's lines): a wall seen only from across
+    the cell fuses as a thick, bumpy layer whose normals scatter, but its points still line up in plan.
+    Each faces the mean of the cameras and sits where the SfM points near it put it (when there are
+    enough); its points leave the vote once found."""
+    angles = np.radians(np.arange(0.0, 180.0, 1.0))
+    directions = np.column_stack([np.cos(angles), np.sin(angles)])
+    width = 2 * distance
+    free = np.ones(len(points), bool)
+    found = []
+    for _ in range(2 * cfg.max_planes):  # the clutter votes too: walls may come late
+        if free.sum() < min_support:
+            break
+        offsets = np.floor(points[free, :2] @ directions.T / width).astype(np.int64)  # (P, A)
+        low = offsets.min()
+        keys = (offsets - low) * len(angles) + np.arange(len(angles))[None]
+        counts = np.bincount(keys.ravel())
+        best = int(np.argmax(counts))
+        if counts[best] < min_support:
+            break
+        direction = directions[best % len(angles)]
+        normal = np.array([direction[0], direction[1], 0.0])
+        offset = (best // len(angles) + low + 0.5) * width
+        band = free & (np.abs(points[:, :2] @ direction - offset) <= BAND_WIDTHS * width)
+        offset = float(np.median(points[band, :2] @ direction))  # a far wall's points scatter about it
+        pinned = np.abs(sfm[:, :2] @ direction - offset) <= BAND_WIDTHS * width
+        if pinned.sum() >= MIN_PINNING_POINTS:  # SfM points scatter least: triangulated from features
+            offset = float(np.median(sfm[pinned, :2] @ direction))
+        near = band & (np.abs(points[:, :2] @ direction - offset) <= width)
+        centre = points[near].mean(axis=0) if near.any() else points[band].mean(axis=0)
+        if (cameras.mean(axis=0) - centre) @ normal < 0:
+            normal = -normal
+        free &= ~band  # no parallel twin of the same wall
+        found.append((normal, centre, int(near.sum())))
+    return found
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A plane's raster: cell (i, j) has its centre at origin + (i + 0.5) * cell * u + (j + 0.5) * cell * v."""
+
+    origin: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    normal: np.ndarray
+
+
+def _axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """In-plane axes with u x v = normal: level planes along x, y; upright ones along the floor and up."""
+    if abs(normal[2]) > 0.5:
+        u = np.array([1.0, 0.0, 0.0])
+    else:
+        u = np.cross(np.array([0.0, 0.0, 1.0]), normal)
+    u -= (u @ normal) * normal
+    u /= np.linalg.norm(u)
+    return u, np.cross(normal, u)
+
+
+def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, normal: np.ndarray, centre: np.ndarray,
+               distance: float, cfg: PlaneConfig) -> tuple[np.ndarray | None, _Frame | None]:
+    """The cells of the plane its support covers (the fused surface facing its way, and `loose`
+    without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`)."""
+    near = np.abs((points - centre) @ normal) <= distance
+    near &= (normals @ normal) >= np.cos(np.radians(cfg.normal_agreement_deg))
+    support = np.concatenate([points[near], loose[np.abs((loose - centre) @ normal) <= distance]])
+    if len(support) < 3:
+        return None, None
+    u, v = _axes(normal)
+    coords = np.stack([(support - centre) @ u, (support - centre) @ v], axis=1)
+    low = np.floor(coords.min(axis=0) / cfg.cell) - 1
+    ij = (np.floor(coords / cfg.cell) - low).astype(np.int64)
+    occupied = np.zeros(ij.max(axis=0) + 2, bool)
+    occupied[ij[:, 0], ij[:, 1]] = True
+    cells = _hulls(occupied, max(1, int(round(cfg.bridge / cfg.cell / 2))))
+    origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
+    if abs(normal[2]) <= 0.5:
+        cells, origin = _down_to_floor(cells, origin, v, cfg.cell, cfg.bridge)
+    return _large_parts(cells, cfg.min_area / cfg.cell ** 2), _Frame(origin, u, v, normal)
+
+
+def _down_to_floor(cells: np.ndarray, origin: np.ndarray, v: np.ndarray, cell: float,
+                   reach: float) -> tuple[np.ndarray, np.ndarray]:
+    """An upright patch's columns whose foot ends within `reach` of the floor carried down to it (what
+    stands on the floor meets it; its foot is what machines in front hide), nothing below z = 0. (The
+    cells, grown downwards, and the raster's new origin.)"""
+    extra = max(0, int(np.ceil(origin[2] / (cell * v[2]))))
+    cells = np.pad(cells, ((0, 0), (extra, 0)))
+    origin = origin - extra * cell * v
+    rows = np.arange(cells.shape[1])
+    heights = origin[2] + (rows + 0.5) * cell * v[2]
+    foot = np.argmax(cells, axis=1)
+    grounded = cells.any(axis=1) & (origin[2] + foot * cell * v[2] <= reach)
+    cells |= grounded[:, None] & (rows[None] < foot[:, None])
+    return cells & (heights > 0)[None], origin
+
+
+def _hulls(occupied: np.ndarray, reach: int) -> np.ndarray:
+    """The occupied cells grouped where they come within 2 * `reach` cells of each other, each group
+    closed to its convex hull (an alpha shape with a large alpha): what lies between the fragments of
+    one surface is that surface, unless views looked through it (carved later)."""
+    groups, count = ndimage.label(ndimage.binary_dilation(occupied, structure=_disk(reach)), structure=np.ones((3, 3)))
+    cells = occupied.copy()
+    i, j = np.mgrid[0:occupied.shape[0], 0:occupied.shape[1]]
+    centres = np.column_stack([i.ravel(), j.ravel()]) + 0.5
+    for group in range(1, count + 1):
+        members = np.argwhere(occupied & (groups == group))
+        corners = (members[:, None, :] + np.array([[0, 0], [0, 1], [1, 0], [1, 1]])[None]).reshape(-1, 2)
+        try:
+            inside = Delaunay(corners).find_simplex(centres) >= 0
+        except QhullError:  # all in a line: the cells themselves
+            continue
+        cells |= inside.reshape(cells.shape)
+    return cells
+
+
+def _carve(cells: np.ndarray, looked_through: np.ndarray) -> np.ndarray:
+    """`cells` less the looked-through cells reached from outside the patch: the hull shrinks back from
+    an edge it overshot or an opening views saw through, but takes no holes in its middle, where a
+    glossy front's reflections make views look through it."""
+    region, _ = ndimage.label(~cells | (cells & looked_through))
+    open_to_outside = np.unique(region[~cells])
+    return cells & ~np.isin(region, open_to_outside[open_to_outside > 0])
+
+
+def _disk(radius: int) -> np.ndarray:
+    i, j = np.mgrid[-radius:radius + 1, -radius:radius + 1]
+    return i ** 2 + j ** 2 <= radius ** 2
+
+
+def _large_parts(cells: np.ndarray, min_cells: float) -> np.ndarray:
+    labels, count = ndimage.label(cells, structure=np.ones((3, 3)))
+    if count == 0:
+        return cells
+    sizes = np.bincount(labels.ravel())
+    sizes[0] = 0
+    return (sizes >= min_cells)[labels]
+
+
+def _cell_centres(cells: np.ndarray, frame: _Frame, cell: float) -> np.ndarray:
+    """(I * J, 3) world centres of every cell of the raster, row-major."""
+    i, j = np.mgrid[0:cells.shape[0], 0:cells.shape[1]]
+    return (frame.origin + ((i.ravel() + 0.5) * cell)[:, None] * frame.u
+            + ((j.ravel() + 0.5) * cell)[:, None] * frame.v)
+
+
+def _votes(centres: np.ndarray, normal: np.ndarray, views: DepthViews, depth: np.ndarray,
+           tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the renders of the views in front of the plane say of each of its points: ((N, P) view n
+    rendered the surface at it; (P,) views that rendered something further away through it, so nothing
+    solid stands there; (P,) views that rendered something nearer in front of it)."""
+    on = np.zeros((len(views), len(centres)), bool)
+    through = np.zeros(len(centres), np.int64)
+    behind = np.zeros(len(centres), np.int64)
+    for n in range(len(views)):
+        if (views.world_from_cam[n, :3, 3] - centres[0]) @ normal <= 0:
+            continue  # a view from behind the plane sees its back: no evidence on its front
+        inside, row, col, z = views.pixels(n, centres)
+        rendered = depth[n, row, col]
+        valid = inside & (rendered > 0)
+        reach = np.maximum(tolerance, DEPTH_SHARE * z)  # far renders are rougher
+        on[n] = valid & (np.abs(rendered - z) <= reach)
+        through += valid & (rendered > z + reach)
+        behind += valid & (rendered < z - reach)
+    return on, through, behind
+
+
+def _cells_mesh(cells: np.ndarray, frame: _Frame, cell: float) -> trimesh.Trimesh:
+    """The occupied cells as rectangles, one per run of cells along u in each row of v, facing +normal."""
+    vertices, faces = [], []
+    for j in range(cells.shape[1]):
+        column = np.concatenate([[False], cells[:, j], [False]])
+        starts = np.flatnonzero(column[1:] & ~column[:-1])
+        ends = np.flatnonzero(~column[1:] & column[:-1])
+        for start, end in zip(starts, ends):
+            base = len(vertices)
+            for a, b in ((start, j), (end, j), (end, j + 1), (start, j + 1)):
+                vertices.append(frame.origin + a * cell * frame.u + b * cell * frame.v)
+            faces += [[base, base + 1, base + 2], [base, base + 2, base + 3]]  # counter-clockwise about u x v
+    return trimesh.Trimesh(np.asarray(vertices), np.asarray(faces), process=False)
