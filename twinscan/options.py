@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class CaptureOptions:
     """Everything a user may set on the command line, for any stage."""
 
-    quality: str = "preview"
+    quality: str = "auto"  # a preset, or auto: standard on a usable CUDA GPU, else preview (presets.preset_choice)
     device: str = "auto"
     force: bool = False
     max_frames: int | None = None

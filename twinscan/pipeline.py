@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from twinscan.errors import TwinscanError
 from twinscan.layout import STAGES
 from twinscan.options import CaptureOptions
+from twinscan.presets import preset_choice
 from twinscan.stages import Stage, StageResult, execute
 from twinscan.workspace import Workspace
 
@@ -94,6 +96,7 @@ def run_capture(video: Path, out: Path, options: CaptureOptions,
     results: dict[str, dict[str, Any]] = {}
     with ws.locked():
         ws.set_info("source", {"video": str(video.resolve())})
+        ws.set_info("quality", {"requested": options.quality} | asdict(preset_choice(options.quality, options.device)))
         try:
             for stage in stages:
                 started = time.time()

@@ -47,7 +47,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 @app.command()
 @user_errors
-def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
+def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.auto, device: Device = DeviceChoice.auto,
             force: Force = False, max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.incremental,
             marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
             convex: Convex = False, usdz: Usdz = False, half: Half = False, static_friction: StaticFriction = 0.6,
@@ -75,7 +75,7 @@ def capture(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previ
 
 @app.command()
 @user_errors
-def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.preview, max_frames: MaxFrames = None,
+def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.auto, max_frames: MaxFrames = None,
            force: Force = False) -> None:
     """Pick sharp, well-spaced frames from the video into OUT/frames/.
 
@@ -88,7 +88,8 @@ def frames(video: VideoArg, out: OutDir, quality: Quality = QualityChoice.previe
 
 @app.command()
 @user_errors
-def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapper = MapperChoice.incremental,
+def sfm(workdir: Workdir, quality: Quality = QualityChoice.auto, device: Device = DeviceChoice.auto,
+        mapper: Mapper = MapperChoice.incremental,
         marker_size: MarkerSize = None, marker_dict: MarkerDict = "4x4_50", scale: Scale = None,
         force: Force = False,
         from_colmap: Annotated[Optional[Path], typer.Option(
@@ -101,7 +102,7 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapp
     Example: twinscan sfm cell_twin --marker-size 0.30 --marker-dict 4x4_50
              twinscan sfm cell_twin --from-colmap colmap/sparse/0
     """
-    options = CaptureOptions(quality=quality.value, mapper=mapper.value, marker_size=marker_size,
+    options = CaptureOptions(quality=quality.value, device=device.value, mapper=mapper.value, marker_size=marker_size,
                              marker_dict=marker_dict, scale=scale, force=force)
     if from_colmap is not None or from_transforms is not None:
         ws = Workspace(workdir)
@@ -114,7 +115,7 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.preview, mapper: Mapp
 
 @app.command()
 @user_errors
-def splats(workdir: Workdir, quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto,
+def splats(workdir: Workdir, quality: Quality = QualityChoice.auto, device: Device = DeviceChoice.auto,
            force: Force = False) -> None:
     """Train 3D Gaussian Splats on the posed frames (gsplat on CUDA, twinscan's rasterizer on CPU).
 
@@ -128,7 +129,7 @@ def splats(workdir: Workdir, quality: Quality = QualityChoice.preview, device: D
 
 @app.command()
 @user_errors
-def mesh(workdir: Workdir, quality: Quality = QualityChoice.preview, convex: Convex = False,
+def mesh(workdir: Workdir, quality: Quality = QualityChoice.auto, convex: Convex = False,
          force: Force = False) -> None:
     """Extract the collision mesh (with a z = 0 floor) and the textured visual mesh from the splats.
 

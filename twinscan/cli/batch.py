@@ -66,7 +66,7 @@ def batch(captures: Annotated[list[Path], typer.Argument(
               help="With --executor ray: CPUs (and threads) each capture's task asks for.")] = 1,
           retries: Annotated[int, typer.Option(
               help="Retries of a capture that crashed; bad inputs (twinscan errors) are not retried.")] = 1,
-          quality: Quality = QualityChoice.preview, device: Device = DeviceChoice.auto, force: Force = False,
+          quality: Quality = QualityChoice.auto, device: Device = DeviceChoice.auto, force: Force = False,
           max_frames: MaxFrames = None, mapper: Mapper = MapperChoice.incremental, marker_size: MarkerSize = None,
           marker_dict: MarkerDict = "4x4_50", scale: Scale = None, convex: Convex = False, usdz: Usdz = False,
           half: Half = False) -> None:

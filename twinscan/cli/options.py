@@ -10,6 +10,7 @@ import typer
 
 
 class QualityChoice(str, Enum):
+    auto = "auto"
     smoke = "smoke"
     preview = "preview"
     standard = "standard"
@@ -28,8 +29,10 @@ class MapperChoice(str, Enum):
 
 
 Quality = Annotated[QualityChoice, typer.Option(
-    "--quality", "-q", help="smoke (a minute: proves the setup on a tiny capture), preview (minutes on a laptop), standard, or high (GPU node).")]
-Device = Annotated[DeviceChoice, typer.Option(help="auto picks CUDA when this machine has a GPU, else the CPU.")]
+    "--quality", "-q", help="auto (standard on a usable CUDA GPU, else preview), smoke (a minute: proves the setup on a "
+                            "tiny capture), preview (minutes on a laptop), standard (GPU node), or high (GPU node, 5-minute walks).")]
+Device = Annotated[DeviceChoice, typer.Option(
+    help="auto picks CUDA when this machine has a usable GPU (splats on gsplat; SIFT too with pycolmap-cuda12), else the CPU.")]
 Force = Annotated[bool, typer.Option("--force", help="Redo the stage even if it already finished.")]
 OutDir = Annotated[Path, typer.Option("--out", "-o", help="Capture workspace folder (created if missing).")]
 Workdir = Annotated[Path, typer.Argument(help="Capture workspace folder made by `twinscan frames` or `capture`.")]

@@ -54,6 +54,9 @@ def print_workspace_info(ws: Workspace, only: str | None = None) -> None:
 
 def print_capture_summary(ws: Workspace, timings: dict[str, float]) -> None:
     print_workspace_info(ws)
+    quality = ws.manifest().get("quality")
+    if quality:
+        say(("quality", "bold"), f" {quality['name']} ({quality['reason']})")
     total = sum(timings.values())
     say(("done", "bold green"), f" in {total:.0f} s -> twin {ws.path('twin.usda')}, report {ws.path('report.html')}")
 

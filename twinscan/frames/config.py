@@ -30,7 +30,7 @@ class FramesConfig:
     def __post_init__(self) -> None:
         if self.max_frames < self.min_frames:
             raise TwinscanError(f"--max-frames {self.max_frames} is too few",
-                                f"keep at least {self.min_frames} frames (the presets keep 40 to 400)")
+                                f"keep at least {self.min_frames} frames (the presets keep 40 to 600)")
         if self.max_side < 64:
             raise TwinscanError(f"maximum image side {self.max_side} px is too small", "use at least 64 px")
 

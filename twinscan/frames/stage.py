@@ -18,7 +18,7 @@ from twinscan.frames.selection import Candidate, KeyframeSelector, SelectionCoun
 from twinscan.frames.source import SourceReport, open_source
 from twinscan.progress import progress_bar
 from twinscan.options import CaptureOptions
-from twinscan.presets import get_preset
+from twinscan.presets import resolve_preset
 from twinscan.stages import execute
 from twinscan.workspace import StageRun, Workspace, fingerprint
 
@@ -34,7 +34,7 @@ class FramesStage:
     required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> FramesConfig:
-        return FramesConfig.from_preset(get_preset(options.quality), max_frames=options.max_frames)
+        return FramesConfig.from_preset(resolve_preset(options.quality, options.device), max_frames=options.max_frames)
 
     def inputs(self, ws: Workspace) -> dict[str, str]:
         if self.source is None or not Path(self.source).exists():

@@ -20,7 +20,7 @@ from twinscan.meshing.views import DepthViews
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.options import CaptureOptions
-from twinscan.presets import get_preset
+from twinscan.presets import resolve_preset
 from twinscan.stages import execute
 from twinscan.workspace import StageRun, Workspace, fingerprint
 
@@ -36,7 +36,7 @@ class MeshStage:
     required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> MeshConfig:
-        return MeshConfig.from_preset(get_preset(options.quality), convex=options.convex, device=options.device)
+        return MeshConfig.from_preset(resolve_preset(options.quality, options.device), convex=options.convex, device=options.device)
 
     def inputs(self, ws: Workspace) -> dict[str, str]:
         splats = ws.path(SPLATS_PLY)

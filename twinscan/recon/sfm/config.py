@@ -7,6 +7,7 @@ from typing import Any
 
 from twinscan.errors import TwinscanError
 from twinscan.presets import Preset
+from twinscan.recon.sfm.device import SfmDevice
 
 MAPPERS = ("global", "incremental")
 MATCHINGS = ("sequential", "exhaustive")
@@ -42,6 +43,7 @@ class SfmConfig:
     # 25/30, as accurately (bench_sfm.py --min-pose-inliers 30 20; docs/benchmarks.md).
     min_pose_inliers: int = 20
     seed: int = 0
+    device: SfmDevice = SfmDevice()  # where SIFT extraction and matching run, and why (recon/sfm/device.py)
 
     def __post_init__(self) -> None:
         if self.mapper not in MAPPERS:
@@ -61,6 +63,8 @@ class SfmConfig:
                                 "use a fraction such as 0.6")
         if self.marker_size is not None:
             aruco_dictionary_id(self.marker_dict)
+        if self.device.name not in ("cpu", "cuda"):
+            raise TwinscanError(f"SfM device '{self.device.name}' is not resolved", "resolve it with sfm_device(--device)")
 
     @classmethod
     def from_preset(cls, preset: Preset, **overrides: Any) -> SfmConfig:

@@ -22,10 +22,11 @@ from twinscan.errors import TwinscanError
 from twinscan.layout import (FRAMES_DIR, FRAMES_JSON, SFM_DIR, SFM_PARTIAL, SFM_RECORD, SFM_WORK_PREFIX, TRANSFORMS,
                              UNDISTORTED, inside)
 from twinscan.options import CaptureOptions
-from twinscan.presets import get_preset
+from twinscan.presets import resolve_preset
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.continuity import off_path_frames
+from twinscan.recon.sfm.device import sfm_device
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.recon.sfm.nerfstudio import write_transforms
 from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
@@ -171,8 +172,9 @@ class SfmStage:
 
     def config(self, options: CaptureOptions) -> SfmConfig:
         return SfmConfig.from_preset(
-            get_preset(options.quality), mapper=options.mapper, marker_size=options.marker_size,
-            marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered)
+            resolve_preset(options.quality, options.device), mapper=options.mapper, marker_size=options.marker_size,
+            marker_dict=options.marker_dict, scale=options.scale, min_registered=options.min_registered,
+            device=sfm_device(options.device))
 
     def inputs(self, ws: Workspace) -> dict[str, str]:
         frame_names(ws)  # listed and present
@@ -203,7 +205,9 @@ def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], imag
                 f"{len(off_path)} frames ({off_path[0]}-{off_path[-1]}) were placed by SfM far off the walk, most "
                 "likely on a repeating floor or wall pattern, and were left out: keep something distinctive in view")
         run.figures.update(model_figures(model, len(names)) | {"mapper": cfg.mapper, "matching": cfg.matching,
-                                                               "off_path_frames": len(off_path)})
+                                                               "off_path_frames": len(off_path),
+                                                               "sift_device": cfg.device.name,
+                                                               "sift_device_reason": cfg.device.reason})
         if model.num_reg_images() < cfg.min_registered * len(names):
             with atomic_dir(ws.path(SFM_PARTIAL)) as tmp:
                 model.write(tmp)

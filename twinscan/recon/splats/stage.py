@@ -32,7 +32,7 @@ from twinscan.recon.splats.params import gaussians_from_params
 from twinscan.recon.splats.trainer import TrainResult, evaluate, train_splats
 from twinscan.recon.splats.views import TrainingViews, load_training_views
 from twinscan.options import CaptureOptions
-from twinscan.presets import get_preset
+from twinscan.presets import resolve_preset
 from twinscan.stages import execute
 from twinscan.workspace import StageRun, Workspace, fingerprint
 
@@ -120,7 +120,7 @@ class SplatsStage:
     required: tuple[str, ...] = ()
 
     def config(self, options: CaptureOptions) -> SplatsConfig:
-        cfg = SplatsConfig.from_preset(get_preset(options.quality), device=options.device)
+        cfg = SplatsConfig.from_preset(resolve_preset(options.quality, options.device), device=options.device)
         if options.device == "cuda":
             select_backend(cfg.device, cfg.strategy)  # raises when CUDA is not usable, before any stage runs
         return cfg
