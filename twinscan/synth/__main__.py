@@ -22,7 +22,8 @@ app = typer.Typer(add_completion=False, help=__doc__)
 def main(out: Path = typer.Argument(..., help="folder to write video.mp4, ground_truth.json and scene.ply into"),
          preset: str = typer.Option("sample", help=f"capture settings: {', '.join(PRESETS)}"),
          seed: int | None = typer.Option(None, help="texture and walk seed (default: the preset's)"),
-         rotation: int | None = typer.Option(None, help="display rotation 0/90/180/270 (default: the preset's)")) -> None:
+         rotation: int | None = typer.Option(None, help="display rotation 0/90/180/270 (default: the preset's)"),
+         workers: int = typer.Option(1, help="render frames on this many processes (the same video, sooner)")) -> None:
     """Render a handheld walkthrough of a factory cell to an mp4 with exact ground truth.
 
     Example: python -m twinscan.synth samples/factory_cell --preset sample
@@ -35,7 +36,7 @@ def main(out: Path = typer.Argument(..., help="folder to write video.mp4, ground
         cfg = dataclasses.replace(cfg, **overrides)
         start = time.perf_counter()
         with progress_bar("rendering", cfg.frame_count()) as advance:
-            gt = make_capture(cfg, out, on_frame=lambda i: advance())
+            gt = make_capture(cfg, out, on_frame=lambda i: advance(), workers=workers)
         size_mb = sum(p.stat().st_size for p in Path(out).iterdir()) / 1e6
         console.print(f"{gt.frame_count} frames {gt.width}x{gt.height} in {time.perf_counter() - start:.0f} s, "
                       f"{size_mb:.1f} MB -> {out}")

@@ -21,10 +21,12 @@ ground_truth.json (format "twinscan-synth-ground-truth", version 1):
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +87,11 @@ PRESETS: dict[str, CaptureConfig] = {
                             still_stretch_s=(6.0, 7.2), blur_stretch_s=(13.0, 13.6), border_walk_s=28.0),
     # seconds to make, for trying things out
     "tiny": CaptureConfig(width=320, height=180, fps=3.0, duration_s=20.0, seed=0),
+    # the sample's walk stretched to 2 minutes at 1080p, for timing a GPU node (benchmarks/gpu_check.sh); 5 fps,
+    # not a phone's 30, so that 16 cores render it in about 2 minutes (600 frames; the frames stage then decodes
+    # a sixth of what a phone's video holds)
+    "walk1080": CaptureConfig(width=1920, height=1080, fps=5.0, duration_s=120.0, seed=0,
+                              still_stretch_s=(6.0, 7.2), blur_stretch_s=(13.0, 13.6), border_walk_s=70.0),
     # one inward loop only, as a new user films (no border lap), around a cell with textureless and glossy
     # panels and walls seen only from across it; exposure drifts and one stretch is blurred
     "hard": CaptureConfig(width=640, height=360, fps=6.0, duration_s=30.0, seed=5, blur_stretch_s=(12.0, 12.6),
@@ -164,38 +171,82 @@ def _probe_points(scene: Scene) -> np.ndarray:
     return np.concatenate([scene.box_corners.reshape(-1, 3), floor])
 
 
-def make_capture(cfg: CaptureConfig, out_dir, on_frame: Callable[[int], None] | None = None) -> GroundTruth:
-    """Render the walkthrough, write out_dir/{video.mp4, ground_truth.json, scene.ply}; all or nothing."""
+class _Frames:
+    """What rendering a frame needs, built from the config alone, so a worker process builds its own."""
+
+    def __init__(self, cfg: CaptureConfig) -> None:
+        self.cfg = cfg
+        self.scene = build_scene(cfg.seed, cfg.marker_size_m, cfg.marker_dict, cfg.marker_id, cfg.hard)
+        self.walk = Walkthrough(cfg.duration_s, cfg.seed, still_stretch_s=cfg.still_stretch_s,
+                                blur_stretch_s=cfg.blur_stretch_s, frame_interval_s=1 / cfg.fps,
+                                border_s=cfg.border_walk_s)
+        self.K = intrinsics(cfg.width, cfg.height, cfg.hfov_deg)
+        self.probes = _probe_points(self.scene)
+        self.times = np.arange(cfg.frame_count()) / cfg.fps
+        self.exposure = self.walk.exposure_s(self.times)
+        self.gain = self.walk.gain(self.times)
+
+    def render(self, i: int) -> tuple[float, np.ndarray]:
+        """(largest image motion during the exposure in pixels, the exposed 8-bit frame) of frame i."""
+        cfg, t = self.cfg, self.times[i]
+        open_close = self.walk.world_from_cam([t - self.exposure[i] / 2, t + self.exposure[i] / 2])
+        blur_px = image_motion_px(self.K, cfg.width, cfg.height, open_close[0], open_close[1], self.probes)
+        subframes = int(np.clip(math.ceil(blur_px / SUBFRAME_STEP_PX), MIN_SUBFRAMES, MAX_SUBFRAMES))
+        sub_times = t + self.exposure[i] * ((np.arange(subframes) + 0.5) / subframes - 0.5)
+        # each sub-frame also samples its own point of every pixel: motion blur and
+        # anti-aliasing come from the same renders, as in distributed ray tracing
+        radiance = sum(render_radiance(self.scene, self.K, pose, cfg.width, cfg.height,
+                                       CameraRays.of(self.K, cfg.width, cfg.height, offset))[0]
+                       for pose, offset in zip(self.walk.world_from_cam(sub_times), halton_offsets(subframes)))
+        radiance /= subframes
+        return blur_px, expose(radiance, self.gain[i], np.random.default_rng([cfg.seed, 3, i]))
+
+
+_worker_frames: _Frames | None = None  # a worker process's own scene and walk (`_start_worker`)
+
+
+def _start_worker(cfg: CaptureConfig) -> None:
+    global _worker_frames
+    _worker_frames = _Frames(cfg)
+
+
+def _render_in_worker(i: int) -> tuple[float, np.ndarray]:
+    return _worker_frames.render(i)
+
+
+@contextlib.contextmanager
+def _rendered(frames: _Frames, workers: int) -> Iterator[Iterator[tuple[float, np.ndarray]]]:
+    """Frames 0, 1, ... in order, rendered here or on `workers` processes (each frame is a pure function of
+    the config and its index, its sensor noise seeded by it, so the video is the same either way)."""
+    indices = range(frames.cfg.frame_count())
+    if workers <= 1:
+        yield map(frames.render, indices)
+        return
+    with concurrent.futures.ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(frames.cfg,)) as pool:
+        yield pool.map(_render_in_worker, indices, chunksize=2)
+
+
+def make_capture(cfg: CaptureConfig, out_dir, on_frame: Callable[[int], None] | None = None,
+                 workers: int = 1) -> GroundTruth:
+    """Render the walkthrough, write out_dir/{video.mp4, ground_truth.json, scene.ply}; all or nothing.
+
+    `workers` > 1 renders the frames on that many processes (the same video, sooner)."""
     cfg.validate()
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "ground_truth.json").exists():
         raise TwinscanError(f"{out_dir} exists and is not a synthetic capture; it would be replaced",
                             "choose a new or empty folder")
-    scene = build_scene(cfg.seed, cfg.marker_size_m, cfg.marker_dict, cfg.marker_id, cfg.hard)
-    walk = Walkthrough(cfg.duration_s, cfg.seed, still_stretch_s=cfg.still_stretch_s,
-                       blur_stretch_s=cfg.blur_stretch_s, frame_interval_s=1 / cfg.fps, border_s=cfg.border_walk_s)
-    K = intrinsics(cfg.width, cfg.height, cfg.hfov_deg)
-    probes = _probe_points(scene)
-    n = cfg.frame_count()
-    times = np.arange(n) / cfg.fps
-    world_from_cam = walk.world_from_cam(times)
-    exposure = walk.exposure_s(times)
-    gain = walk.gain(times)
+    frames = _Frames(cfg)
+    scene, K, times, exposure, gain = frames.scene, frames.K, frames.times, frames.exposure, frames.gain
+    n = len(times)
+    world_from_cam = frames.walk.world_from_cam(times)
     blur_px = np.zeros(n)
     with atomic_dir(out_dir) as tmp:
-        with VideoWriter(tmp / "video.mp4", cfg.width, cfg.height, cfg.fps, cfg.crf, cfg.rotation_deg) as video:
-            for i, t in enumerate(times):
-                open_close = walk.world_from_cam([t - exposure[i] / 2, t + exposure[i] / 2])
-                blur_px[i] = image_motion_px(K, cfg.width, cfg.height, open_close[0], open_close[1], probes)
-                subframes = int(np.clip(math.ceil(blur_px[i] / SUBFRAME_STEP_PX), MIN_SUBFRAMES, MAX_SUBFRAMES))
-                sub_times = t + exposure[i] * ((np.arange(subframes) + 0.5) / subframes - 0.5)
-                # each sub-frame also samples its own point of every pixel: motion blur and
-                # anti-aliasing come from the same renders, as in distributed ray tracing
-                radiance = sum(render_radiance(scene, K, pose, cfg.width, cfg.height,
-                                               CameraRays.of(K, cfg.width, cfg.height, offset))[0]
-                               for pose, offset in zip(walk.world_from_cam(sub_times), halton_offsets(subframes)))
-                radiance /= subframes
-                video.write(expose(radiance, gain[i], np.random.default_rng([cfg.seed, 3, i])))
+        with VideoWriter(tmp / "video.mp4", cfg.width, cfg.height, cfg.fps, cfg.crf, cfg.rotation_deg) as video, \
+                _rendered(frames, workers) as rendered:
+            for i, (blur, image) in enumerate(rendered):
+                blur_px[i] = blur
+                video.write(image)
                 if on_frame is not None:
                     on_frame(i)
         scene_mesh(scene).export(tmp / "scene.ply")
