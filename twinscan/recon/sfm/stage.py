@@ -35,7 +35,7 @@ from twinscan.recon.sfm.world_frame import anchored_at_marker, camera_up, world_
 from twinscan.stages import execute
 from twinscan.workspace import StageRun, Workspace, fingerprint
 
-VERSIONS = ("pycolmap", "opencv-python-headless", "numpy")
+VERSIONS = ("pycolmap", "pycolmap-cuda12", "opencv-python-headless", "numpy")
 
 
 def _frame_entries(ws: Workspace) -> list[dict[str, Any]]:
