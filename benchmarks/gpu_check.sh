@@ -16,10 +16,11 @@
 # What the device image has (the workplace's KINDS.md, nvidia-h200): Python 3.12 with CUDA torch, numpy,
 # scipy, numba, OpenCV, pillow, typer, rich, jaxtyping, ninja, pytest and nvcc; it lacks gsplat, pycolmap,
 # open3d, usd-core, PyAV, trimesh, xatlas, fast-simplification, plyfile and the X11 libraries pycolmap's
-# CUDA build links. Those are the environment `prepare` packs: about 240 MB of wheels, installed here for
-# cp312 manylinux x86_64 and xz-compressed to about 170 MB (see its output), so 3 to 4 parts. NVIDIA
-# Newton is not carried (warp alone is ~100 MB): the check stage validates the twin without dropping
-# probes, and says so.
+# CUDA build links. Those are the environment `prepare` packs: 261 MB of wheels (2026-12-03), installed
+# here for cp312 manylinux x86_64 (870 MB without open3d's unused TensorFlow and PyTorch ops) and
+# compressed with `xz -1` to 198 MB: 4 parts (1.7 CPU-minutes; `XZ_LEVEL=6` packs smaller, about 5 times
+# slower). NVIDIA Newton is not carried (warp alone is ~100 MB): the check stage validates the twin
+# without dropping probes, and says so.
 #
 # Device time, estimated (nothing of this has run on a GPU yet): `receive` ~20 s a call; `run sample`
 # ~9 min (unpack 0.5, gsplat's CUDA build ~3 on first use, CUDA tests and the memory benchmark ~1.5, the
@@ -32,6 +33,7 @@ cd "$REPO"
 ENV_DIR="$REPO/.gpu-env"                       # here: the packed parts (git-ignored)
 DEVICE_DIR="${TWINSCAN_GPU_DIR:-/tmp/twinscan-gpu}"   # there: parts, unpacked environment, kernel cache
 PART_BYTES=$((60 * 1024 * 1024))
+XZ_LEVEL="${XZ_LEVEL:-1}"
 # The versions this project is tested at (pycolmap-cuda12 at the CPU wheel's version).
 PINS=(gsplat==1.5.3 pycolmap-cuda12==4.2.1 open3d-cpu==0.20.0 usd-core==26.11 av==18.1.0 trimesh==5.2.0
       fast-simplification==0.2.0 xatlas==0.0.11 plyfile==1.1.5 libusb-package==1.0.30.0
@@ -57,6 +59,7 @@ prepare() {
     mkdir -p "$work/tree/site" "$work/tree/lib/x11"
     "${pip[@]}" install -q --no-deps --no-compile "${PLATFORM[@]}" --target "$work/tree/site" \
         $(ls "$work"/wheels/*.whl | grep -v nvidia_cuda_runtime)
+    rm "$work"/tree/site/open3d/open3d_{torch,tf}_ops.so  # open3d.ml's ops: twinscan never imports them
     (cd "$work" && python3 -m zipfile -e wheels/nvidia_cuda_runtime_cu12-*.whl cudart \
         && cp cudart/nvidia/cuda_runtime/lib/libcudart.so.12 tree/lib/)
     if command -v apt-get >/dev/null; then
@@ -72,7 +75,7 @@ prepare() {
     fi
     say "packing (xz) into $ENV_DIR in parts of at most $((PART_BYTES / 1024 / 1024)) MiB"
     rm -rf "$ENV_DIR" && mkdir -p "$ENV_DIR"
-    tar -C "$work/tree" -cf - . | xz -6 -T0 | split -b "$PART_BYTES" -d -a 2 - "$ENV_DIR/part-"
+    tar -C "$work/tree" -cf - . | xz "-$XZ_LEVEL" -T0 | split -b "$PART_BYTES" -d -a 2 - "$ENV_DIR/part-"
     (cd "$ENV_DIR" && sha256sum part-* > parts.sha256)
     rm -rf "$work"
     grep -qx '/.gpu-env/' .gitignore || echo "warning: .gpu-env/ is not in .gitignore"
@@ -205,6 +208,7 @@ case "${1:-}" in
             *) echo "error: run takes sample, walk or all"; exit 2 ;;
         esac
         [[ "${3:-}" == --walk-seconds ]] && WALK_SECONDS="$4"
+        command -v nvidia-smi >/dev/null || { echo "error: run needs an NVIDIA GPU (no nvidia-smi here); on the CPU use dry-run"; exit 2; }
         unpack
         PY=python3
         arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)"
