@@ -161,7 +161,7 @@ print("GPU:", torch.cuda.get_device_name() if torch.cuda.is_available() else "no
 EOF
     if [[ "$steps" == *tests* ]]; then
         say "gsplat's CUDA kernels (built on first use; TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-all})"
-        timed "$PY" -c "from twinscan.recon.raster import cuda_available; print('usable CUDA:', cuda_available())"
+        timed "$PY" -c "from twinscan.gaussians.raster import cuda_available; print('usable CUDA:', cuda_available())"
         say "CUDA tests: CPU rasterizer against gsplat.rasterization; the GPU node's choices"
         "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_parity.py tests/test_gpu_node.py \
             -k "not a_capture_records" | tee "$RESULTS/tests.txt"

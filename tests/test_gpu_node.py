@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from twinscan.errors import TwinscanError
-from twinscan.pipeline import CaptureOptions, stage_configs
-from twinscan.presets import PRESETS, choose_preset
-from twinscan.recon.raster import cuda_available
+from twinscan.options import CaptureOptions
+from twinscan.pipeline import stage_configs
+from twinscan.presets import PRESETS, choose_preset, preset_choice
+from twinscan.gaussians.raster import cuda_available
 from twinscan.recon.sfm.device import choose_sfm_device, sfm_device
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,10 +70,11 @@ def test_the_gpu_presets_grow_from_standard_to_high() -> None:
 
 
 def test_options_resolve_auto_to_this_machines_preset_before_any_stage_runs() -> None:
+    chosen = preset_choice("auto", "auto")
+    assert chosen.name == ("standard" if cuda_available() else "preview")
     configs = stage_configs(CaptureOptions())
-    assert configs.preset.name == ("standard" if cuda_available() else "preview")
-    assert configs.frames.max_frames == PRESETS[configs.preset.name].max_frames
-    assert configs.sfm.device == sfm_device("auto")
+    assert configs["frames"].max_frames == PRESETS[chosen.name].max_frames
+    assert configs["sfm"].device == sfm_device("auto")
 
 
 def test_a_capture_records_its_preset_and_where_sift_ran(smoke_capture: Path) -> None:
