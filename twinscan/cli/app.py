@@ -218,6 +218,8 @@ app.command(name="report")(report_command)
 app.command(name="batch")(batch_command)
 from twinscan.cli.view import view as view_command  # noqa: E402
 app.command(name="view")(view_command)
+from twinscan.cli.render import render as render_command  # noqa: E402
+app.command(name="render")(render_command)
 
 
 def main() -> None:

@@ -1,0 +1,79 @@
+"""One labelled view of the twin: RGB from the splats; depth, normals, classes and collider parts from the
+twin's surfaces; distractor boxes and the camera/light randomization applied consistently to all of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from twinscan.render import geometry
+from twinscan.render.cameras import View
+from twinscan.render.config import RenderConfig
+from twinscan.render.distractors import placer, render_distractors
+from twinscan.render.randomize import Randomization, apply, draw
+from twinscan.render.twin import RenderTwin
+
+SH_C0 = 0.28209479177387814  # colour = SH_C0 * dc + 0.5: a shift of c in colour is c / SH_C0 in dc
+MAX_DEPTH_MM = 65535  # 16-bit PNG; farther surfaces are written as 0 (unknown), as nothing is
+
+
+@dataclass(frozen=True)
+class FrameImages:
+    rgb: np.ndarray  # (H, W, 3) uint8 sRGB
+    depth_mm: np.ndarray  # (H, W) uint16, z along the optical axis in millimetres, 0: no surface
+    normals: np.ndarray  # (H, W, 3) uint8, world frame, round((n + 1) / 2 * 255), (0, 0, 0): no surface
+    classes: np.ndarray  # (H, W) uint8: 0 nothing, 1 floor, 2 structure, 3 distractor
+    instances: np.ndarray  # (H, W) uint16: collider part 1..P, distractor P+1.., 0 none
+
+
+class SplatRenderer:
+    """The twin's splats as tensors once, rendered view by view with a frame's colour shift."""
+
+    def __init__(self, twin: RenderTwin, rasterize: Callable, device: str) -> None:
+        def tensor(array: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).to(device)
+
+        g = twin.splats
+        self.device = device
+        self.means, self.quats, self.scales = tensor(g.means), tensor(g.quats), tensor(g.scales)
+        self.opacities, self.sh, self.sh_degree = tensor(g.opacities), tensor(g.sh), g.sh_degree
+        self.rasterize = rasterize
+
+    @torch.no_grad()
+    def render(self, view: View, dc_shift: tuple[float, float, float]) -> np.ndarray:
+        sh = self.sh
+        if any(dc_shift):
+            sh = sh.clone()
+            sh[:, 0, :] += torch.tensor(dc_shift, dtype=torch.float32, device=self.device) / SH_C0
+        viewmat = torch.from_numpy(np.linalg.inv(view.world_from_cam).astype(np.float32))[None].to(self.device)
+        K = torch.from_numpy(view.K.astype(np.float32))[None].to(self.device)
+        colours, _, _ = self.rasterize(self.means, self.quats, self.scales, self.opacities, sh, viewmat, K,
+                                       view.width, view.height, sh_degree=self.sh_degree, render_mode="RGB")
+        return (colours[0].clamp(0, 1).cpu().numpy() * 255 + 0.5).astype(np.uint8)
+
+
+def render_frame(twin: RenderTwin, splats: SplatRenderer, view: View, config: RenderConfig,
+                 index: int) -> tuple[FrameImages, Randomization]:
+    K, pose, width, height = view.K, view.world_from_cam, view.width, view.height
+    hfov = float(np.degrees(2 * np.arctan(width / 2 / K[0, 0])))
+    randomization = draw(config.randomize, config.seed, index, placer(twin, pose, hfov))
+    rgb = splats.render(view, randomization.dc_shift)
+    hits = twin.surface.cast(K, pose, width, height)
+    depth, normals = hits.depth.copy(), hits.normal.copy()
+    classes = geometry.classes(hits)
+    instances = geometry.part_ids(depth, twin.parts.cast(K, pose, width, height), twin.part_of_face)
+    if randomization.distractors:
+        boxes, box_of, colour = render_distractors(randomization.distractors, K, pose, width, height)
+        front = (box_of >= 0) & (boxes.depth < depth)
+        depth[front], normals[front], rgb[front] = boxes.depth[front], boxes.normal[front], colour[front]
+        classes[front] = geometry.DISTRACTOR
+        instances[front] = (twin.part_count + 1 + box_of[front]).astype(np.uint16)
+    rgb = apply(rgb, normals, randomization)
+    depth_mm = np.where(np.isfinite(depth), np.round(depth * 1000.0), 0.0)
+    depth_mm[depth_mm > MAX_DEPTH_MM] = 0
+    hit = np.isfinite(depth)
+    normal_png = np.where(hit[..., None], np.round((normals + 1.0) * 127.5), 0).astype(np.uint8)
+    return FrameImages(rgb, depth_mm.astype(np.uint16), normal_png, classes, instances), randomization

@@ -1,0 +1,113 @@
+"""The twin's surfaces as open3d ray-casting scenes: metric depth, normals, floor / structure classes and
+the collider's parts, per pixel of a pinhole camera (OpenCV axes, pixel centres at +0.5 as COLMAP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import trimesh
+
+from twinscan.meshing.metrics import FLOOR_SPLIT_M
+from twinscan.optional import open3d
+
+NOTHING, FLOOR, STRUCTURE, DISTRACTOR = 0, 1, 2, 3  # classes of the mask image (0: no surface)
+PART_AGREEMENT_M = 0.05  # a pixel belongs to a collider part when the part lies this close behind it ...
+PART_AGREEMENT_SHARE = 0.03  # ... or this share of its depth, whichever is larger
+
+
+@dataclass(frozen=True)
+class Hits:
+    """One view's rays against one surface: (H, W) arrays."""
+
+    depth: np.ndarray  # float32 z along the optical axis, inf where nothing is hit
+    normal: np.ndarray  # (H, W, 3) float32 world-frame unit normals facing the camera, 0 where nothing
+    face: np.ndarray  # int64 hit triangle, -1 where nothing
+    points: np.ndarray  # (H, W, 3) float64 world-frame hit points (nan where nothing)
+
+
+def pixel_rays(K: np.ndarray, world_from_cam: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """(origins, directions) (H*W, 3) world-frame rays with camera z = 1, so a hit's t is its depth."""
+    v, u = np.mgrid[0:height, 0:width]
+    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
+    directions = (pixels @ np.linalg.inv(K).T) @ world_from_cam[:3, :3].T
+    return np.broadcast_to(world_from_cam[:3, 3], directions.shape), directions
+
+
+class SurfaceCaster:
+    """Ray casting of one triangle mesh (built once, cast for many views)."""
+
+    def __init__(self, mesh: trimesh.Trimesh) -> None:
+        o3d = open3d()
+        self.mesh = mesh
+        self._scene = o3d.t.geometry.RaycastingScene()
+        if len(mesh.faces):
+            self._scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
+        self._normals = np.asarray(mesh.face_normals, np.float32) if len(mesh.faces) else np.zeros((0, 3), np.float32)
+
+    def cast(self, K: np.ndarray, world_from_cam: np.ndarray, width: int, height: int) -> Hits:
+        origins, directions = pixel_rays(K, world_from_cam, width, height)
+        rays = np.concatenate([origins, directions], 1).astype(np.float32)
+        result = self._scene.cast_rays(rays)
+        depth = result["t_hit"].numpy().astype(np.float32)
+        face = result["primitive_ids"].numpy().astype(np.int64)
+        hit = np.isfinite(depth)
+        face[~hit] = -1
+        normal = np.zeros((len(depth), 3), np.float32)
+        normal[hit] = self._normals[face[hit]]
+        facing_away = np.einsum("ij,ij->i", normal, directions.astype(np.float32)) > 0
+        normal[facing_away] *= -1  # scanned meshes are seen from both sides: face the camera
+        points = np.full((len(depth), 3), np.nan)
+        points[hit] = origins[hit] + directions[hit] * depth[hit, None]
+        return Hits(depth.reshape(height, width), normal.reshape(height, width, 3), face.reshape(height, width),
+                    points.reshape(height, width, 3))
+
+    def distance(self, points: np.ndarray) -> np.ndarray:
+        """Unsigned distance of each world point to the mesh (inf for an empty mesh)."""
+        if not len(self.mesh.faces):
+            return np.full(len(points), np.inf)
+        o3d = open3d()
+        return self._scene.compute_distance(o3d.core.Tensor(np.asarray(points, np.float32))).numpy()
+
+    def inside(self, points: np.ndarray) -> np.ndarray:
+        """Whether each point is enclosed by the mesh (ray parity over several rays: scanned meshes are
+        not always closed, so a point counts as inside when most rays say so)."""
+        if not len(self.mesh.faces):
+            return np.zeros(len(points), bool)
+        o3d = open3d()
+        return self._scene.compute_occupancy(o3d.core.Tensor(np.asarray(points, np.float32)), nsamples=5).numpy() > 0.5
+
+
+def structure_parts(collider: trimesh.Trimesh) -> tuple[trimesh.Trimesh, np.ndarray]:
+    """The collider above the floor and, per face, its connected part (1, 2, ... largest area first)."""
+    above = collider.vertices[collider.faces][:, :, 2].max(axis=1) > FLOOR_SPLIT_M
+    structure = collider.submesh([np.flatnonzero(above)], append=True) if above.any() else trimesh.Trimesh()
+    if not len(structure.faces):
+        return structure, np.zeros(0, np.int64)
+    labels = trimesh.graph.connected_component_labels(structure.face_adjacency, node_count=len(structure.faces))
+    areas = np.bincount(labels, weights=structure.area_faces)
+    rank = np.empty_like(np.argsort(-areas, kind="stable"))
+    rank[np.argsort(-areas, kind="stable")] = np.arange(len(areas))
+    return structure, rank[labels] + 1
+
+
+def classes(hits: Hits) -> np.ndarray:
+    """(H, W) uint8: FLOOR where the hit point is at most FLOOR_SPLIT_M high, STRUCTURE above, else NOTHING."""
+    out = np.zeros(hits.depth.shape, np.uint8)
+    hit = np.isfinite(hits.depth)
+    height = np.where(hit, hits.points[..., 2], 0.0)
+    out[hit & (height <= FLOOR_SPLIT_M)] = FLOOR
+    out[hit & (height > FLOOR_SPLIT_M)] = STRUCTURE
+    return out
+
+
+def part_ids(depth: np.ndarray, part_hits: Hits, face_part: np.ndarray) -> np.ndarray:
+    """(H, W) uint16 collider part seen at each pixel: the part the ray meets where the rendered surface
+    is (within PART_AGREEMENT_M or PART_AGREEMENT_SHARE of the depth), else 0."""
+    ids = np.zeros(depth.shape, np.uint16)
+    hit = (part_hits.face >= 0) & np.isfinite(depth)
+    tolerance = np.maximum(PART_AGREEMENT_M, PART_AGREEMENT_SHARE * np.where(hit, depth, 0.0))
+    with np.errstate(invalid="ignore"):  # inf - inf where neither surface is hit
+        agree = hit & (np.abs(part_hits.depth - depth) <= tolerance)
+    ids[agree] = face_part[part_hits.face[agree]]
+    return ids

@@ -1,0 +1,129 @@
+"""`render_dataset`: plan the views, render the frames not yet on disk (here or on Ray workers), then write
+transforms.json and the run's record."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twinscan import atomic
+from twinscan.errors import TwinscanError
+from twinscan.render import dataset
+from twinscan.render.cameras import CaptureCoverage, plan_views
+from twinscan.render.config import RenderConfig
+from twinscan.render.frame import SplatRenderer, render_frame
+from twinscan.render.twin import RenderTwin, load_render_twin
+from twinscan.workspace import tool_versions
+
+FRAMES_PER_TASK = 8  # a Ray task's share: small enough for progress, large enough to pay for loading the twin
+
+
+def splat_rasterizer(device: str) -> tuple[Callable, str]:
+    """(rasterize with gsplat.rasterization's signature, torch device): gsplat on CUDA, else the CPU rasterizer."""
+    from twinscan.recon.raster import cuda_available
+
+    if device == "cuda" and not cuda_available():
+        raise TwinscanError("--device cuda was asked for, but no usable CUDA GPU was found",
+                            "use --device cpu or --device auto")
+    if device != "cpu" and cuda_available():
+        import functools
+
+        from gsplat import rasterization
+
+        return functools.partial(rasterization, packed=False), "cuda"
+    import functools
+
+    from twinscan.recon.raster import rasterize
+
+    return functools.partial(rasterize, backend="numba"), "cpu"
+
+
+def render_frames(twin_root: Path, folder: Path, indices: list[int], device: str,
+                  advance: Callable[[int], None] = lambda n: None, twin: RenderTwin | None = None) -> int:
+    """Render and write the frames `indices` of the planned dataset in `folder`; returns how many."""
+    import json
+
+    plan = json.loads((folder / dataset.RECORD).read_text())
+    config = RenderConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in plan["config"].items()})
+    twin = twin or load_render_twin(twin_root)
+    rasterize, torch_device = splat_rasterizer(device)
+    splats = SplatRenderer(twin, rasterize, torch_device)
+    for index in indices:
+        view = dataset.view_from_record(plan["views"][index])
+        images, randomization = render_frame(twin, splats, view, config, index)
+        dataset.write_frame(folder, index, view, images, randomization)
+        advance(1)
+    return len(indices)
+
+
+def _render_on_ray(twin_root: Path, folder: Path, pending: list[int], device: str, workers: int,
+                   advance: Callable[[int], None]) -> None:
+    from twinscan import optional
+
+    ray = optional.ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING")
+    try:
+        task = ray.remote(render_frames).options(num_gpus=1 if device == "cuda" else 0)
+        running = [task.remote(twin_root, folder, pending[i:i + FRAMES_PER_TASK], device)
+                   for i in range(0, len(pending), FRAMES_PER_TASK)]
+        while running:
+            done, running = ray.wait(running, num_returns=1)
+            advance(ray.get(done[0]))
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def render_dataset(twin_root: Path, folder: Path, config: RenderConfig, device: str = "auto", workers: int = 1,
+                   force: bool = False, progress: Callable[[int], Any] | None = None) -> dict[str, Any]:
+    """Render the dataset (resuming one left unfinished); returns its figures. `progress(total)` returns the
+    `advance(n)` callback of a progress bar."""
+    config.validate()
+    if workers < 1:
+        raise TwinscanError(f"--workers {workers} renders nothing", "give --workers 1 or more")
+    started = time.perf_counter()
+    twin = load_render_twin(twin_root)
+    folder = Path(folder)
+    plan = dataset.open_dataset(folder, config, twin.inputs, force)
+    resumed = plan is not None
+    coverage = None
+    if plan is None:
+        coverage = CaptureCoverage(twin)
+        views = plan_views(twin, config, coverage)
+        plan = dataset.plan_record(config, twin.inputs, views, twin.part_count)
+        folder.mkdir(parents=True, exist_ok=True)
+        dataset.write_plan(folder, plan)
+    planned = time.perf_counter()
+    count = len(plan["views"])
+    pending = sorted(set(range(count)) - dataset.done_frames(folder, count))
+    advance = progress(count) if progress is not None else (lambda n=1: None)
+    advance(count - len(pending))
+    if workers > 1 and pending:
+        _render_on_ray(twin.root, folder, pending, device, workers, advance)
+    else:
+        render_frames(twin.root, folder, pending, device, advance, twin=twin)
+    rendered = time.perf_counter()
+    content = dataset.write_transforms(folder, count, twin.part_count)
+    figures = _figures(folder, content, len(pending), resumed)
+    figures["seconds"] = {"plan": round(planned - started, 2), "render": round(rendered - planned, 2),
+                          "total": round(time.perf_counter() - started, 2)}
+    figures["views_per_second"] = round(len(pending) / max(rendered - planned, 1e-9), 3) if pending else None
+    plan["run"] = {"figures": figures, "device": device, "workers": workers,
+                   "versions": tool_versions("torch", "gsplat", "open3d", "pycolmap", "numpy")}
+    atomic.write_json(folder / dataset.RECORD, plan)
+    return figures
+
+
+def _figures(folder: Path, content: dict[str, Any], rendered: int, resumed: bool) -> dict[str, Any]:
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    frames = content["frames"]
+    return {"views": len(frames), "rendered": rendered, "resumed": resumed,
+            "dataset_bytes": size, "bytes_per_1000_views": int(size / max(len(frames), 1) * 1000),
+            "sources": sorted({frame["source"].split(":")[0] for frame in frames}),
+            "distractors": int(np.sum([len(f["randomization"]["distractors"]) for f in frames]))}

@@ -1,0 +1,104 @@
+"""A finished capture workspace read for rendering: its splats, its surfaces and its capture cameras."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import trimesh
+
+from twinscan.errors import TwinscanError
+from twinscan.gaussians import Gaussians, read_ply
+from twinscan.render.geometry import SurfaceCaster, structure_parts
+from twinscan.workspace import Workspace, fingerprint
+
+SPLATS = "splats/splats.ply"
+BACKGROUND = "splats/background.ply"
+VISUAL = "mesh/visual.obj"
+FLOOR = "mesh/floor.obj"
+TWIN = "twin.usda"
+CAPTURE_MODEL = "sfm/undistorted/sparse"  # pinhole cameras, twin frame (the splats were trained on them)
+HELDOUT_EVERY_DEFAULT = 8
+
+
+@dataclass(frozen=True)
+class CaptureCameras:
+    """The registered capture frames, name order: what the capture saw, and the splats' held-out views."""
+
+    names: list[str]
+    Ks: np.ndarray  # (N, 3, 3) at (width, height)
+    world_from_cam: np.ndarray  # (N, 4, 4) OpenCV axes
+    width: int
+    height: int
+    heldout: np.ndarray  # (N,) bool: held out of splat training (every k-th by name)
+
+
+@dataclass(frozen=True)
+class RenderTwin:
+    root: Path
+    splats: Gaussians  # the cell and, where kept, the background behind it (RGB needs both)
+    surface: SurfaceCaster  # depth and normals: the visual mesh with the floor slab
+    parts: SurfaceCaster  # the collider above the floor, as twin.usda's UsdPhysics prims load
+    part_of_face: np.ndarray  # per face of parts.mesh: its connected part, 1 = largest
+    colliders: SurfaceCaster  # every collider (the slab too): where a camera must not be
+    capture: CaptureCameras
+    inputs: dict[str, str]  # fingerprints of what a dataset was rendered from
+
+    @property
+    def part_count(self) -> int:
+        return int(self.part_of_face.max(initial=0))
+
+
+def _need(root: Path, relative: str, stage: str) -> Path:
+    path = root / relative
+    if not path.exists():
+        raise TwinscanError(f"{path} is missing: rendering needs a finished twin",
+                            f"run `twinscan {stage} {root}` (or `twinscan capture`) first")
+    return path
+
+
+def capture_cameras(root: Path, heldout_every: int) -> CaptureCameras:
+    import pycolmap
+
+    model = pycolmap.Reconstruction(_need(root, CAPTURE_MODEL, "sfm"))
+    images = sorted((im for im in model.images.values() if im.has_pose), key=lambda im: im.name)
+    if not images:
+        raise TwinscanError(f"{root / CAPTURE_MODEL} has no registered frame", f"run `twinscan sfm {root} --force`")
+    camera = model.cameras[images[0].camera_id]
+    world_from_cam = np.stack([np.linalg.inv(np.vstack([im.cam_from_world().matrix(), [0, 0, 0, 1]]))
+                               for im in images])
+    heldout = np.arange(len(images)) % heldout_every == 0  # as the splats stage splits them (by name)
+    return CaptureCameras([im.name for im in images], np.stack([camera.calibration_matrix()] * len(images)),
+                          world_from_cam, int(camera.width), int(camera.height), heldout)
+
+
+def load_render_twin(root: Path) -> RenderTwin:
+    """Read what rendering needs from a finished workspace. Raises TwinscanError naming the missing stage."""
+    from pxr import Usd
+
+    from twinscan.check.colliders import collider_surface
+
+    root = Path(root)
+    if not (root / "manifest.json").is_file():
+        raise TwinscanError(f"{root} is not a twinscan workspace (no manifest.json)",
+                            "give the OUT folder of `twinscan capture`")
+    cell = read_ply(_need(root, SPLATS, "splats"))
+    splats = cell
+    if (root / BACKGROUND).is_file():
+        back = read_ply(root / BACKGROUND)
+        if back.sh_degree == cell.sh_degree and back.count:
+            splats = Gaussians(*(np.concatenate([getattr(cell, k), getattr(back, k)])
+                                 for k in ("means", "log_scales", "quats", "opacity_logits", "sh")))
+    visual = trimesh.load(_need(root, VISUAL, "mesh"), force="mesh", process=False)
+    floor = trimesh.load(root / FLOOR, force="mesh", process=False) if (root / FLOOR).is_file() else None
+    surface = trimesh.util.concatenate([visual, floor]) if floor is not None else visual
+    stage = Usd.Stage.Open(str(_need(root, TWIN, "usd")))
+    collider = collider_surface(stage)
+    structure, part_of_face = structure_parts(collider)
+    splat_params = (Workspace(root).stage_record("splats") or {}).get("params") or {}
+    inputs = {name: fingerprint(root / name) for name in (SPLATS, VISUAL, TWIN)}
+    return RenderTwin(root, splats, SurfaceCaster(surface), SurfaceCaster(structure), part_of_face,
+                      SurfaceCaster(collider), capture_cameras(root, int(splat_params.get("heldout_every",
+                                                                                          HELDOUT_EVERY_DEFAULT))),
+                      inputs)
