@@ -9,7 +9,7 @@ import math
 import numpy as np
 import trimesh
 
-from twinscan.render.geometry import Hits, SurfaceCaster
+from twinscan.render.geometry import Hits, Rays, SurfaceCaster
 from twinscan.render.randomize import Distractor, linear_to_srgb
 from twinscan.render.twin import RenderTwin
 from twinscan.synth.textures import make_texture
@@ -74,14 +74,12 @@ def _texture(seed: int):
     return make_texture(np.random.default_rng(seed), size=128, texel_m=0.004)
 
 
-def render_distractors(boxes: tuple[Distractor, ...], K: np.ndarray, world_from_cam: np.ndarray, width: int,
-                       height: int) -> tuple[Hits, np.ndarray, np.ndarray]:
+def render_distractors(boxes: tuple[Distractor, ...], rays: Rays) -> tuple[Hits, np.ndarray, np.ndarray]:
     """(hits, which box per pixel (-1: none), sRGB colour (H, W, 3) uint8) of the boxes alone."""
     meshes = [box_mesh(box) for box in boxes]
-    hits = SurfaceCaster(trimesh.util.concatenate(meshes) if meshes else trimesh.Trimesh()).cast(
-        K, world_from_cam, width, height)
+    hits = SurfaceCaster(trimesh.util.concatenate(meshes) if meshes else trimesh.Trimesh()).cast_rays(rays)
     box_of = np.where(hits.face >= 0, hits.face // 12, -1)  # trimesh boxes have 12 triangles each
-    colour = np.zeros((height, width, 3), np.uint8)
+    colour = np.zeros((rays.height, rays.width, 3), np.uint8)
     for b, box in enumerate(boxes):
         sel = box_of == b
         if not sel.any():

@@ -61,12 +61,13 @@ def render_frame(twin: RenderTwin, splats: SplatRenderer, view: View, config: Re
     hfov = float(np.degrees(2 * np.arctan(width / 2 / K[0, 0])))
     randomization = draw(config.randomize, config.seed, index, placer(twin, pose, hfov))
     rgb = splats.render(view, randomization.dc_shift)
-    hits = twin.surface.cast(K, pose, width, height)
+    rays = geometry.Rays.of(K, pose, width, height)
+    hits = twin.surface.cast_rays(rays)
     depth, normals = hits.depth.copy(), hits.normal.copy()
     classes = geometry.classes(hits)
-    instances = geometry.part_ids(depth, twin.parts.cast(K, pose, width, height), twin.part_of_face)
+    instances = geometry.part_ids(depth, twin.parts.cast_rays(rays), twin.part_of_face)
     if randomization.distractors:
-        boxes, box_of, colour = render_distractors(randomization.distractors, K, pose, width, height)
+        boxes, box_of, colour = render_distractors(randomization.distractors, rays)
         front = (box_of >= 0) & (boxes.depth < depth)
         depth[front], normals[front], rgb[front] = boxes.depth[front], boxes.normal[front], colour[front]
         classes[front] = geometry.DISTRACTOR

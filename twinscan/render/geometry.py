@@ -23,15 +23,25 @@ class Hits:
     depth: np.ndarray  # float32 z along the optical axis, inf where nothing is hit
     normal: np.ndarray  # (H, W, 3) float32 world-frame unit normals facing the camera, 0 where nothing
     face: np.ndarray  # int64 hit triangle, -1 where nothing
-    points: np.ndarray  # (H, W, 3) float64 world-frame hit points (nan where nothing)
+    points: np.ndarray  # (H, W, 3) float32 world-frame hit points (nan where nothing)
 
 
-def pixel_rays(K: np.ndarray, world_from_cam: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """(origins, directions) (H*W, 3) world-frame rays with camera z = 1, so a hit's t is its depth."""
-    v, u = np.mgrid[0:height, 0:width]
-    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
-    directions = (pixels @ np.linalg.inv(K).T) @ world_from_cam[:3, :3].T
-    return np.broadcast_to(world_from_cam[:3, 3], directions.shape), directions
+@dataclass(frozen=True)
+class Rays:
+    """A pinhole view's pixel rays in the world: camera z = 1 along each, so a hit's t is its depth."""
+
+    origin: np.ndarray  # (3,) float32
+    directions: np.ndarray  # (H*W, 3) float32
+    width: int
+    height: int
+
+    @classmethod
+    def of(cls, K: np.ndarray, world_from_cam: np.ndarray, width: int, height: int) -> Rays:
+        x = ((np.arange(width) + 0.5 - K[0, 2]) / K[0, 0]).astype(np.float32)
+        y = ((np.arange(height) + 0.5 - K[1, 2]) / K[1, 1]).astype(np.float32)
+        rotation = np.asarray(world_from_cam[:3, :3], np.float32)
+        directions = x[None, :, None] * rotation[:, 0] + y[:, None, None] * rotation[:, 1] + rotation[:, 2]
+        return cls(np.asarray(world_from_cam[:3, 3], np.float32), directions.reshape(-1, 3), width, height)
 
 
 class SurfaceCaster:
@@ -46,21 +56,23 @@ class SurfaceCaster:
         self._normals = np.asarray(mesh.face_normals, np.float32) if len(mesh.faces) else np.zeros((0, 3), np.float32)
 
     def cast(self, K: np.ndarray, world_from_cam: np.ndarray, width: int, height: int) -> Hits:
-        origins, directions = pixel_rays(K, world_from_cam, width, height)
-        rays = np.concatenate([origins, directions], 1).astype(np.float32)
-        result = self._scene.cast_rays(rays)
-        depth = result["t_hit"].numpy().astype(np.float32)
+        return self.cast_rays(Rays.of(K, world_from_cam, width, height))
+
+    def cast_rays(self, rays: Rays) -> Hits:
+        origins = np.broadcast_to(rays.origin, rays.directions.shape)
+        result = self._scene.cast_rays(np.concatenate([origins, rays.directions], 1))
+        depth = result["t_hit"].numpy()
         face = result["primitive_ids"].numpy().astype(np.int64)
         hit = np.isfinite(depth)
         face[~hit] = -1
         normal = np.zeros((len(depth), 3), np.float32)
         normal[hit] = self._normals[face[hit]]
-        facing_away = np.einsum("ij,ij->i", normal, directions.astype(np.float32)) > 0
+        facing_away = np.einsum("ij,ij->i", normal, rays.directions) > 0
         normal[facing_away] *= -1  # scanned meshes are seen from both sides: face the camera
-        points = np.full((len(depth), 3), np.nan)
-        points[hit] = origins[hit] + directions[hit] * depth[hit, None]
-        return Hits(depth.reshape(height, width), normal.reshape(height, width, 3), face.reshape(height, width),
-                    points.reshape(height, width, 3))
+        points = np.full((len(depth), 3), np.nan, np.float32)
+        points[hit] = rays.origin + rays.directions[hit] * depth[hit, None]
+        shape = (rays.height, rays.width)
+        return Hits(depth.reshape(shape), normal.reshape(*shape, 3), face.reshape(shape), points.reshape(*shape, 3))
 
     def distance(self, points: np.ndarray) -> np.ndarray:
         """Unsigned distance of each world point to the mesh (inf for an empty mesh)."""

@@ -1,0 +1,141 @@
+"""`twinscan render` on a finished capture: speed, dataset size, and (for a generated capture) how well its
+depth and normals match the generator's truth, against the obvious alternative in the same run.
+
+    python benchmarks/bench_render.py OUT [--sample samples/factory_cell] [--views 20]
+
+Prints:
+  - throughput: sampled views at 640 x 480 (RGB + depth + normals + masks, light randomization, files
+    written) per second on this machine's device, and the dataset's size per 1000 views; the parts of a
+    view (splat RGB, mesh ray cast) timed alone;
+  - with --sample: at the capture's held-out frames, the depth and normals of the dataset (visual mesh and
+    floor slab) against the generator's truth, beside the splats' own median depth and the colliders as
+    twin.usda loads them, floor and structure apart (median / p95 absolute error on pixels the true scene
+    covers within 6 m; normals: median angle on the floor and on the structure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import trimesh
+
+from twinscan.meshing.metrics import FLOOR_SPLIT_M
+from twinscan.meshing.raycast import mesh_depths
+from twinscan.render import RenderConfig, render_dataset
+from twinscan.render.cameras import CaptureCoverage, sampled_views
+from twinscan.render.frame import SplatRenderer
+from twinscan.render.geometry import SurfaceCaster
+from twinscan.render.run import splat_rasterizer
+from twinscan.render.twin import load_render_twin
+from twinscan.synth import load_ground_truth
+
+COVERED_M = 6.0
+
+
+def throughput(ws: Path, views: int, device: str) -> None:
+    config = RenderConfig(views=views, randomize="light", seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = render_dataset(ws, Path(tmp) / "ds", config, device=device)
+    twin = load_render_twin(ws)
+    plan = sampled_views(twin, RenderConfig(views=views, seed=1), CaptureCoverage(twin))
+    rasterize, torch_device = splat_rasterizer(device)
+    splats = SplatRenderer(twin, rasterize, torch_device)
+    started = time.perf_counter()
+    for view in plan:
+        splats.render(view, (0.0, 0.0, 0.0))
+    rgb_s = (time.perf_counter() - started) / len(plan)
+    started = time.perf_counter()
+    for view in plan:
+        twin.surface.cast(view.K, view.world_from_cam, view.width, view.height)
+    cast_s = (time.perf_counter() - started) / len(plan)
+    print(f"\n{platform.processor() or platform.machine()}, device {torch_device}, {twin.splats.count:,} splats, "
+          f"{len(twin.surface.mesh.faces):,} mesh faces, 640 x 480")
+    print("| what | per view s | views / s |")
+    print("|---|---|---|")
+    print(f"| whole view (RGB + depth + normals + masks + instances, light randomization, PNGs written) | "
+          f"{1 / figures['views_per_second']:.3f} | {figures['views_per_second']:.2f} |")
+    print(f"| splat RGB alone | {rgb_s:.3f} | {1 / rgb_s:.2f} |")
+    print(f"| mesh ray cast alone (depth, normals, classes) | {cast_s:.3f} | {1 / cast_s:.2f} |")
+    print(f"| planning {views} sampled views (coverage of the capture, clearance) | "
+          f"{figures['seconds']['plan']:.1f} total | |")
+    print(f"dataset: {figures['bytes_per_1000_views'] / 1e9:.2f} GB per 1000 views")
+
+
+def _scores(depth: np.ndarray, true: np.ndarray, region: np.ndarray) -> str:
+    error = np.abs(np.where(np.isfinite(depth), depth, 100.0) - true)[region]
+    missing = 100 * np.mean(~np.isfinite(depth[region]))
+    return f"{np.median(error) * 100:.2f} | {np.percentile(error, 95) * 100:.2f} | {missing:.1f} %"
+
+
+def accuracy(ws: Path, sample: Path, device: str) -> None:
+    from pxr import Usd
+
+    from twinscan.check.colliders import collider_surface
+
+    twin = load_render_twin(ws)
+    truth = load_ground_truth(sample)
+    scene = trimesh.load(truth.scene_mesh_path, force="mesh")
+    scene.apply_transform(np.linalg.inv(truth.marker.world_from_marker))
+    true_caster = SurfaceCaster(scene)
+    colliders = SurfaceCaster(collider_surface(Usd.Stage.Open(str(ws / "twin.usda"))))
+    cap = twin.capture
+    held = np.flatnonzero(cap.heldout)
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RenderConfig(views=len(cap.names), path="capture", randomize="none")
+        render_dataset(ws, Path(tmp) / "ds", config, device=device)
+        frames = json.loads((Path(tmp) / "ds" / "transforms.json").read_text())["frames"]
+        import cv2
+
+        mesh_depth = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["depth_file_path"]),
+                                          cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000 for i in held])
+    mesh_depth[mesh_depth == 0] = np.inf
+    from twinscan.meshing.render import render_depth_views
+
+    splat_views = render_depth_views(twin.splats, cap.Ks[held], np.linalg.inv(cap.world_from_cam[held]),
+                                     cap.width, cap.height)
+    splat_depth = np.where(splat_views.alpha > 0.5, splat_views.depth, np.inf)
+    collider_depth = mesh_depths(colliders.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
+    true_depth, floor, normal_floor, normal_structure = [], [], [], []
+    for k, i in enumerate(held):
+        hits = true_caster.cast(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height)
+        true_depth.append(hits.depth)
+        floor.append(np.isfinite(hits.depth) & (np.nan_to_num(hits.points[..., 2], nan=1.0) <= FLOOR_SPLIT_M))
+        ours = twin.surface.cast(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height)
+        both = np.isfinite(hits.depth) & np.isfinite(ours.depth)
+        angle = np.degrees(np.arccos(np.clip(np.sum(ours.normal * hits.normal, -1), -1, 1)))
+        normal_floor.append(angle[both & floor[-1]])
+        normal_structure.append(angle[both & ~floor[-1]])
+    true_depth, floor = np.stack(true_depth), np.stack(floor)
+    covered = np.isfinite(true_depth) & (true_depth < COVERED_M)
+    print(f"\n{len(held)} held-out capture frames at {cap.width} x {cap.height}; depth error against the generator "
+          f"(cm; pixels the true scene covers within {COVERED_M:.0f} m)")
+    print("| depth source | region | median cm | p95 cm | no surface |")
+    print("|---|---|---|---|---|")
+    for name, depth in (("visual mesh + floor slab (the dataset's)", mesh_depth), ("splats' median depth", splat_depth),
+                        ("colliders from twin.usda", collider_depth)):
+        for region, mask in (("all", covered), ("floor", covered & floor), ("structure", covered & ~floor)):
+            print(f"| {name} | {region} | {_scores(depth, true_depth, mask)} |")
+    print(f"normals (dataset against truth, median angle): floor {np.median(np.concatenate(normal_floor)):.1f} deg, "
+          f"structure {np.median(np.concatenate(normal_structure)):.1f} deg")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--sample", type=Path, help="the generated capture's folder (ground_truth.json)")
+    parser.add_argument("--views", type=int, default=20)
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args()
+    throughput(args.workspace, args.views, args.device)
+    if args.sample is not None:
+        accuracy(args.workspace, args.sample, args.device)
+
+
+if __name__ == "__main__":
+    main()
