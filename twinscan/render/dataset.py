@@ -23,7 +23,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from twinscan import atomic
+from twinscan import atomic, layout
 from twinscan.errors import TwinscanError
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV
 from twinscan.render.cameras import View
@@ -34,7 +34,7 @@ from twinscan.render.randomize import Randomization
 FORMAT = "twinscan-render-dataset"
 VERSION = 1
 RECORD = "render.json"
-TRANSFORMS = "transforms.json"
+TRANSFORMS = layout.TRANSFORMS  # nerfstudio's file name, as in a capture workspace
 FOLDERS = {"file_path": "images", "depth_file_path": "depth", "normal_file_path": "normals",
            "mask_file_path": "masks", "instance_file_path": "instances"}
 RECORDS = "records"

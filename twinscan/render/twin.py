@@ -8,17 +8,12 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
+from twinscan import layout
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import Gaussians, read_ply
 from twinscan.render.geometry import SurfaceCaster, structure_parts
 from twinscan.workspace import Workspace, fingerprint
 
-SPLATS = "splats/splats.ply"
-BACKGROUND = "splats/background.ply"
-VISUAL = "mesh/visual.obj"
-FLOOR = "mesh/floor.obj"
-TWIN = "twin.usda"
-CAPTURE_MODEL = "sfm/undistorted/sparse"  # pinhole cameras, twin frame (the splats were trained on them)
 HELDOUT_EVERY_DEFAULT = 8
 
 
@@ -61,10 +56,11 @@ def _need(root: Path, relative: str, stage: str) -> Path:
 def capture_cameras(root: Path, heldout_every: int) -> CaptureCameras:
     import pycolmap
 
-    model = pycolmap.Reconstruction(_need(root, CAPTURE_MODEL, "sfm"))
+    model = pycolmap.Reconstruction(_need(root, layout.UNDISTORTED_CAMERAS, "sfm"))
     images = sorted((im for im in model.images.values() if im.has_pose), key=lambda im: im.name)
     if not images:
-        raise TwinscanError(f"{root / CAPTURE_MODEL} has no registered frame", f"run `twinscan sfm {root} --force`")
+        raise TwinscanError(f"{root / layout.UNDISTORTED_CAMERAS} has no registered frame",
+                            f"run `twinscan sfm {root} --force`")
     camera = model.cameras[images[0].camera_id]
     world_from_cam = np.stack([np.linalg.inv(np.vstack([im.cam_from_world().matrix(), [0, 0, 0, 1]]))
                                for im in images])
@@ -80,24 +76,25 @@ def load_render_twin(root: Path) -> RenderTwin:
     from twinscan.check.colliders import collider_surface
 
     root = Path(root)
-    if not (root / "manifest.json").is_file():
+    if not (root / layout.MANIFEST).is_file():
         raise TwinscanError(f"{root} is not a twinscan workspace (no manifest.json)",
                             "give the OUT folder of `twinscan capture`")
-    cell = read_ply(_need(root, SPLATS, "splats"))
+    cell = read_ply(_need(root, layout.SPLATS_PLY, "splats"))
     splats = cell
-    if (root / BACKGROUND).is_file():
-        back = read_ply(root / BACKGROUND)
+    if (root / layout.BACKGROUND_PLY).is_file():
+        back = read_ply(root / layout.BACKGROUND_PLY)
         if back.sh_degree == cell.sh_degree and back.count:
             splats = Gaussians(*(np.concatenate([getattr(cell, k), getattr(back, k)])
                                  for k in ("means", "log_scales", "quats", "opacity_logits", "sh")))
-    visual = trimesh.load(_need(root, VISUAL, "mesh"), force="mesh", process=False)
-    floor = trimesh.load(root / FLOOR, force="mesh", process=False) if (root / FLOOR).is_file() else None
+    visual = trimesh.load(_need(root, layout.VISUAL_OBJ, "mesh"), force="mesh", process=False)
+    floor_path = root / layout.FLOOR
+    floor = trimesh.load(floor_path, force="mesh", process=False) if floor_path.is_file() else None
     surface = trimesh.util.concatenate([visual, floor]) if floor is not None else visual
-    stage = Usd.Stage.Open(str(_need(root, TWIN, "usd")))
+    stage = Usd.Stage.Open(str(_need(root, layout.TWIN, "usd")))
     collider = collider_surface(stage)
     structure, part_of_face = structure_parts(collider)
     splat_params = (Workspace(root).stage_record("splats") or {}).get("params") or {}
-    inputs = {name: fingerprint(root / name) for name in (SPLATS, VISUAL, TWIN)}
+    inputs = {name: fingerprint(root / name) for name in (layout.SPLATS_PLY, layout.VISUAL_OBJ, layout.TWIN)}
     return RenderTwin(root, splats, SurfaceCaster(surface), SurfaceCaster(structure), part_of_face,
                       SurfaceCaster(collider), capture_cameras(root, int(splat_params.get("heldout_every",
                                                                                           HELDOUT_EVERY_DEFAULT))),
