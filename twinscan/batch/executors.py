@@ -115,6 +115,20 @@ class LocalExecutor:
                 worker.process.join()
 
 
+def connect_ray(ray: ModuleType, address: str | None, num_cpus: int | None = None) -> None:
+    """Start Ray on this machine (address None, at most `num_cpus` workers) or join the cluster at `address`."""
+    if address is None:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING")
+        return
+    try:
+        ray.init(address=address, logging_level="WARNING")
+    except ConnectionError as error:
+        raise TwinscanError(
+            f"cannot connect to the Ray cluster at {address} ({str(error).splitlines()[0]})",
+            "use the address `ray start --head` printed; a cluster with token authentication (the default "
+            "when ~/.ray/auth_token exists) also needs RAY_AUTH_MODE=token here") from error
+
+
 @dataclass(frozen=True)
 class RayExecutor:
     """Each attempt a Ray task, on the cluster at `address` (`ray start --head` prints it). Without
@@ -139,23 +153,11 @@ class RayExecutor:
                                 "connect to a cluster with GPU nodes (--address), or use --device auto or cpu")
         return 1 if device != "cpu" and cluster_gpus else 0
 
-    def _connect(self, ray: ModuleType) -> None:
-        if self.address is None:
-            ray.init(include_dashboard=False, logging_level="WARNING")
-            return
-        try:
-            ray.init(address=self.address, logging_level="WARNING")
-        except ConnectionError as error:
-            raise TwinscanError(
-                f"cannot connect to the Ray cluster at {self.address} ({str(error).splitlines()[0]})",
-                "use the address `ray start --head` printed; a cluster with token authentication (the default "
-                "when ~/.ray/auth_token exists) also needs RAY_AUTH_MODE=token here") from error
-
     def run(self, pending: deque[Attempt], options: CaptureOptions, log_dir: Path) -> Finished:
         ray = optional.ray()
         started_here = not ray.is_initialized()
         if started_here:
-            self._connect(ray)
+            connect_ray(ray, self.address)
         task = ray.remote(run_attempt).options(
             num_cpus=self.cpus_per_capture, num_gpus=self._gpus(ray, options.device),
             max_retries=0,  # retries are the batch's, which knows which failures are worth one

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -28,7 +28,11 @@ def render(twin: Annotated[Path, typer.Argument(help="A finished capture workspa
            width: Annotated[int, typer.Option(help="Sampled views' width, pixels.")] = 640,
            height: Annotated[int, typer.Option(help="Sampled views' height, pixels.")] = 480,
            hfov: Annotated[float, typer.Option(help="Sampled views' horizontal field of view, degrees.")] = 70.0,
-           workers: Annotated[int, typer.Option(help="Render on this many Ray workers (1: in this process).")] = 1,
+           workers: Annotated[int, typer.Option(help="Render on this many local Ray workers (1: in this process).")]
+           = 1,
+           address: Annotated[Optional[str], typer.Option(
+               help="Render on the Ray cluster at this address (HEAD:6379); every node needs the twin and -o at "
+                    "the same paths.")] = None,
            device: Device = DeviceChoice.auto, force: Force = False) -> None:
     """Render a labelled dataset from the twin: RGB (splats), metric depth, normals, floor/structure and
     collider-part masks, in nerfstudio's transforms.json layout (docs/render.md).
@@ -41,7 +45,7 @@ def render(twin: Annotated[Path, typer.Argument(help="A finished capture workspa
     config = RenderConfig(views=views, width=width, height=height, hfov_deg=hfov, path=path,
                           heights_m=parse_heights(heights), randomize=randomize, seed=seed)
     with contextlib.ExitStack() as stack:  # the bar opens once the plan knows how many views remain
-        figures = render_dataset(twin, out, config, device=device.value, workers=workers, force=force,
+        figures = render_dataset(twin, out, config, device=device.value, workers=workers, address=address, force=force,
                                  progress=lambda total: stack.enter_context(progress_bar("render", total)))
     rate = f", {figures['views_per_second']:.2f} views/s" if figures["views_per_second"] else ""
     say(("render", "bold green"), f" {figures['views']} views in {out} ({figures['rendered']} rendered now{rate}; "

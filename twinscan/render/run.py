@@ -61,13 +61,16 @@ def render_frames(twin_root: Path, folder: Path, indices: list[int], device: str
 
 
 def _render_on_ray(twin_root: Path, folder: Path, pending: list[int], device: str, workers: int,
-                   advance: Callable[[int], None]) -> None:
+                   address: str | None, advance: Callable[[int], None]) -> None:
+    """Tasks of FRAMES_PER_TASK frames on Ray: `workers` local ones, or a cluster's (every node needs the
+    twin and the dataset folder at the same paths: a shared filesystem)."""
     from twinscan import optional
+    from twinscan.batch.executors import connect_ray
 
     ray = optional.ray()
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING")
+        connect_ray(ray, address, num_cpus=workers)
     try:
         task = ray.remote(render_frames).options(num_gpus=1 if device == "cuda" else 0)
         running = [task.remote(twin_root, folder, pending[i:i + FRAMES_PER_TASK], device)
@@ -81,7 +84,8 @@ def _render_on_ray(twin_root: Path, folder: Path, pending: list[int], device: st
 
 
 def render_dataset(twin_root: Path, folder: Path, config: RenderConfig, device: str = "auto", workers: int = 1,
-                   force: bool = False, progress: Callable[[int], Any] | None = None) -> dict[str, Any]:
+                   address: str | None = None, force: bool = False,
+                   progress: Callable[[int], Any] | None = None) -> dict[str, Any]:
     """Render the dataset (resuming one left unfinished); returns its figures. `progress(total)` returns the
     `advance(n)` callback of a progress bar."""
     config.validate()
@@ -104,8 +108,8 @@ def render_dataset(twin_root: Path, folder: Path, config: RenderConfig, device: 
     pending = sorted(set(range(count)) - dataset.done_frames(folder, count))
     advance = progress(count) if progress is not None else (lambda n=1: None)
     advance(count - len(pending))
-    if workers > 1 and pending:
-        _render_on_ray(twin.root, folder, pending, device, workers, advance)
+    if (workers > 1 or address is not None) and pending:
+        _render_on_ray(twin.root, folder, pending, device, workers, address, advance)
     else:
         render_frames(twin.root, folder, pending, device, advance, twin=twin)
     rendered = time.perf_counter()
