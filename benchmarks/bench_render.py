@@ -29,10 +29,11 @@ from twinscan.meshing.metrics import FLOOR_SPLIT_M
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.render import RenderConfig, render_dataset
 from twinscan.render.cameras import CaptureCoverage, sampled_views
-from twinscan.render.frame import SplatRenderer
+from twinscan.gaussians.backend import select_render_backend
+from twinscan.render.frame import splat_rgb
 from twinscan.render.geometry import SurfaceCaster
-from twinscan.render.run import splat_rasterizer
 from twinscan.render.twin import load_render_twin
+from twinscan.runtime import init_runtime
 from twinscan.synth import load_ground_truth
 
 COVERED_M = 6.0
@@ -44,17 +45,16 @@ def throughput(ws: Path, views: int, device: str) -> None:
         figures = render_dataset(ws, Path(tmp) / "ds", config, device=device)
     twin = load_render_twin(ws)
     plan = sampled_views(twin, RenderConfig(views=views, seed=1), CaptureCoverage(twin))
-    rasterize, torch_device = splat_rasterizer(device)
-    splats = SplatRenderer(twin, rasterize, torch_device)
+    backend = select_render_backend(device)
     started = time.perf_counter()
     for view in plan:
-        splats.render(view, (0.0, 0.0, 0.0))
+        splat_rgb(twin.splats, view, (0.0, 0.0, 0.0), backend)
     rgb_s = (time.perf_counter() - started) / len(plan)
     started = time.perf_counter()
     for view in plan:
         twin.surface.cast(view.K, view.world_from_cam, view.width, view.height)
     cast_s = (time.perf_counter() - started) / len(plan)
-    print(f"\n{platform.processor() or platform.machine()}, device {torch_device}, {twin.splats.count:,} splats, "
+    print(f"\n{platform.processor() or platform.machine()}, device {backend.device}, {twin.splats.count:,} splats, "
           f"{len(twin.surface.mesh.faces):,} mesh faces, 640 x 480")
     print("| what | per view s | views / s |")
     print("|---|---|---|")
@@ -98,7 +98,7 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
     from twinscan.meshing.render import render_depth_views
 
     splat_views = render_depth_views(twin.splats, cap.Ks[held], np.linalg.inv(cap.world_from_cam[held]),
-                                     cap.width, cap.height)
+                                     cap.width, cap.height, select_render_backend(device))
     splat_depth = np.where(splat_views.alpha > 0.5, splat_views.depth, np.inf)
     collider_depth = mesh_depths(colliders.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
     true_depth, floor, normal_floor, normal_structure = [], [], [], []
@@ -132,6 +132,7 @@ def main() -> None:
     parser.add_argument("--views", type=int, default=20)
     parser.add_argument("--device", default="auto")
     args = parser.parse_args()
+    init_runtime()
     throughput(args.workspace, args.views, args.device)
     if args.sample is not None:
         accuracy(args.workspace, args.sample, args.device)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from twinscan.errors import TwinscanError
-from twinscan.meshing.raycast import look_at
+from twinscan.camera import look_at
 from twinscan.render.config import RenderConfig
 from twinscan.render.twin import RenderTwin
 

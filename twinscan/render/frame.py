@@ -3,11 +3,13 @@ twin's surfaces; distractor boxes and the camera/light randomization applied con
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+
+from twinscan.gaussians import Gaussians
+from twinscan.gaussians.backend import RenderBackend, render_splats
 
 from twinscan.render import geometry
 from twinscan.render.cameras import View
@@ -29,38 +31,24 @@ class FrameImages:
     instances: np.ndarray  # (H, W) uint16: collider part 1..P, distractor P+1.., 0 none
 
 
-class SplatRenderer:
-    """The twin's splats as tensors once, rendered view by view with a frame's colour shift."""
-
-    def __init__(self, twin: RenderTwin, rasterize: Callable, device: str) -> None:
-        def tensor(array: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).to(device)
-
-        g = twin.splats
-        self.device = device
-        self.means, self.quats, self.scales = tensor(g.means), tensor(g.quats), tensor(g.scales)
-        self.opacities, self.sh, self.sh_degree = tensor(g.opacities), tensor(g.sh), g.sh_degree
-        self.rasterize = rasterize
-
-    @torch.no_grad()
-    def render(self, view: View, dc_shift: tuple[float, float, float]) -> np.ndarray:
-        sh = self.sh
-        if any(dc_shift):
-            sh = sh.clone()
-            sh[:, 0, :] += torch.tensor(dc_shift, dtype=torch.float32, device=self.device) / SH_C0
-        viewmat = torch.from_numpy(np.linalg.inv(view.world_from_cam).astype(np.float32))[None].to(self.device)
-        K = torch.from_numpy(view.K.astype(np.float32))[None].to(self.device)
-        colours, _, _ = self.rasterize(self.means, self.quats, self.scales, self.opacities, sh, viewmat, K,
-                                       view.width, view.height, sh_degree=self.sh_degree, render_mode="RGB")
-        return (colours[0].clamp(0, 1).cpu().numpy() * 255 + 0.5).astype(np.uint8)
+def splat_rgb(splats: Gaussians, view: View, dc_shift: tuple[float, float, float],
+              backend: RenderBackend) -> np.ndarray:
+    """(H, W, 3) uint8 render of the splats with their colour (SH DC term) shifted by `dc_shift`."""
+    if any(dc_shift):
+        sh = splats.sh.copy()
+        sh[:, 0, :] += np.asarray(dc_shift, np.float32) / SH_C0
+        splats = dataclasses.replace(splats, sh=sh)
+    render = next(render_splats(splats, view.K[None], np.linalg.inv(view.world_from_cam)[None], view.width,
+                                view.height, backend))
+    return (render.colour * 255 + 0.5).astype(np.uint8)
 
 
-def render_frame(twin: RenderTwin, splats: SplatRenderer, view: View, config: RenderConfig,
+def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: RenderConfig,
                  index: int) -> tuple[FrameImages, Randomization]:
     K, pose, width, height = view.K, view.world_from_cam, view.width, view.height
     hfov = float(np.degrees(2 * np.arctan(width / 2 / K[0, 0])))
     randomization = draw(config.randomize, config.seed, index, placer(twin, pose, hfov))
-    rgb = splats.render(view, randomization.dc_shift)
+    rgb = splat_rgb(twin.splats, view, randomization.dc_shift, backend)
     rays = geometry.Rays.of(K, pose, width, height)
     hits = twin.surface.cast_rays(rays)
     depth, normals = hits.depth.copy(), hits.normal.copy()

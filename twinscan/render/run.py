@@ -15,31 +15,12 @@ from twinscan.errors import TwinscanError
 from twinscan.render import dataset
 from twinscan.render.cameras import CaptureCoverage, plan_views
 from twinscan.render.config import RenderConfig
-from twinscan.render.frame import SplatRenderer, render_frame
+from twinscan.gaussians.backend import select_render_backend
+from twinscan.render.frame import render_frame
 from twinscan.render.twin import RenderTwin, load_render_twin
 from twinscan.workspace import tool_versions
 
 FRAMES_PER_TASK = 8  # a Ray task's share: small enough for progress, large enough to pay for loading the twin
-
-
-def splat_rasterizer(device: str) -> tuple[Callable, str]:
-    """(rasterize with gsplat.rasterization's signature, torch device): gsplat on CUDA, else the CPU rasterizer."""
-    from twinscan.recon.raster import cuda_available
-
-    if device == "cuda" and not cuda_available():
-        raise TwinscanError("--device cuda was asked for, but no usable CUDA GPU was found",
-                            "use --device cpu or --device auto")
-    if device != "cpu" and cuda_available():
-        import functools
-
-        from gsplat import rasterization
-
-        return functools.partial(rasterization, packed=False), "cuda"
-    import functools
-
-    from twinscan.recon.raster import rasterize
-
-    return functools.partial(rasterize, backend="numba"), "cpu"
 
 
 def render_frames(twin_root: Path, folder: Path, indices: list[int], device: str,
@@ -50,14 +31,21 @@ def render_frames(twin_root: Path, folder: Path, indices: list[int], device: str
     plan = json.loads((folder / dataset.RECORD).read_text())
     config = RenderConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in plan["config"].items()})
     twin = twin or load_render_twin(twin_root)
-    rasterize, torch_device = splat_rasterizer(device)
-    splats = SplatRenderer(twin, rasterize, torch_device)
+    backend = select_render_backend(device, notice="rendering splats")
     for index in indices:
         view = dataset.view_from_record(plan["views"][index])
-        images, randomization = render_frame(twin, splats, view, config, index)
+        images, randomization = render_frame(twin, backend, view, config, index)
         dataset.write_frame(folder, index, view, images, randomization)
         advance(1)
     return len(indices)
+
+
+def _ray_task(twin_root: Path, folder: Path, indices: list[int], device: str) -> int:
+    """A Ray worker is an entry point of its own: its runtime settings first, then the frames."""
+    from twinscan.runtime import init_runtime
+
+    init_runtime()
+    return render_frames(twin_root, folder, indices, device)
 
 
 def _render_on_ray(twin_root: Path, folder: Path, pending: list[int], device: str, workers: int,
@@ -72,7 +60,7 @@ def _render_on_ray(twin_root: Path, folder: Path, pending: list[int], device: st
     if started_here:
         connect_ray(ray, address, num_cpus=workers)
     try:
-        task = ray.remote(render_frames).options(num_gpus=1 if device == "cuda" else 0)
+        task = ray.remote(_ray_task).options(num_gpus=1 if device == "cuda" else 0)
         running = [task.remote(twin_root, folder, pending[i:i + FRAMES_PER_TASK], device)
                    for i in range(0, len(pending), FRAMES_PER_TASK)]
         while running:
