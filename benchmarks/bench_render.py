@@ -8,8 +8,8 @@ Prints:
     written) per second on this machine's device, and the dataset's size per 1000 views; the parts of a
     view (splat RGB, mesh ray cast) timed alone;
   - with --sample: at the capture's held-out frames, the depth and normals of the dataset (visual mesh and
-    floor slab) against the generator's truth, beside the splats' own median depth and the colliders as
-    twin.usda loads them, floor and structure apart (median / p95 absolute error on pixels the true scene
+    floor slab, the splats' median depth in the mesh's holes) against the generator's truth, beside the
+    mesh alone, the splats alone and the colliders as twin.usda loads them, floor and structure apart (median / p95 absolute error on pixels the true scene
     covers within 6 m; normals: median angle on the floor and on the structure).
 """
 
@@ -30,7 +30,7 @@ from twinscan.meshing.raycast import mesh_depths
 from twinscan.render import RenderConfig, render_dataset
 from twinscan.render.cameras import CaptureCoverage, sampled_views
 from twinscan.gaussians.backend import select_render_backend
-from twinscan.render.frame import splat_rgb
+from twinscan.render.frame import render_splats_shifted
 from twinscan.render.geometry import SurfaceCaster
 from twinscan.render.twin import load_render_twin
 from twinscan.runtime import init_runtime
@@ -48,7 +48,7 @@ def throughput(ws: Path, views: int, device: str) -> None:
     backend = select_render_backend(device)
     started = time.perf_counter()
     for view in plan:
-        splat_rgb(twin.splats, view, (0.0, 0.0, 0.0), backend)
+        render_splats_shifted(twin.splats, view, (0.0, 0.0, 0.0), backend)
     rgb_s = (time.perf_counter() - started) / len(plan)
     started = time.perf_counter()
     for view in plan:
@@ -92,9 +92,12 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
         frames = json.loads((Path(tmp) / "ds" / "transforms.json").read_text())["frames"]
         import cv2
 
-        mesh_depth = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["depth_file_path"]),
-                                          cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000 for i in held])
-    mesh_depth[mesh_depth == 0] = np.inf
+        dataset_depth = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["depth_file_path"]),
+                                             cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000 for i in held])
+        dataset_normals = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["normal_file_path"]))[..., ::-1]
+                                    .astype(np.float64) / 127.5 - 1 for i in held])
+    dataset_depth[dataset_depth == 0] = np.inf
+    mesh_depth = mesh_depths(twin.surface.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
     from twinscan.meshing.render import render_depth_views
 
     splat_views = render_depth_views(twin.splats, cap.Ks[held], np.linalg.inv(cap.world_from_cam[held]),
@@ -106,9 +109,8 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
         hits = true_caster.cast(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height)
         true_depth.append(hits.depth)
         floor.append(np.isfinite(hits.depth) & (np.nan_to_num(hits.points[..., 2], nan=1.0) <= FLOOR_SPLIT_M))
-        ours = twin.surface.cast(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height)
-        both = np.isfinite(hits.depth) & np.isfinite(ours.depth)
-        angle = np.degrees(np.arccos(np.clip(np.sum(ours.normal * hits.normal, -1), -1, 1)))
+        both = np.isfinite(hits.depth) & np.isfinite(dataset_depth[k])
+        angle = np.degrees(np.arccos(np.clip(np.sum(dataset_normals[k] * hits.normal, -1), -1, 1)))
         normal_floor.append(angle[both & floor[-1]])
         normal_structure.append(angle[both & ~floor[-1]])
     true_depth, floor = np.stack(true_depth), np.stack(floor)
@@ -117,7 +119,8 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
           f"(cm; pixels the true scene covers within {COVERED_M:.0f} m)")
     print("| depth source | region | median cm | p95 cm | no surface |")
     print("|---|---|---|---|---|")
-    for name, depth in (("visual mesh + floor slab (the dataset's)", mesh_depth), ("splats' median depth", splat_depth),
+    for name, depth in (("the dataset's: mesh + slab, holes from the splats", dataset_depth),
+                        ("visual mesh + floor slab alone", mesh_depth), ("splats' median depth alone", splat_depth),
                         ("colliders from twin.usda", collider_depth)):
         for region, mask in (("all", covered), ("floor", covered & floor), ("structure", covered & ~floor)):
             print(f"| {name} | {region} | {_scores(depth, true_depth, mask)} |")

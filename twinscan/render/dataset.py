@@ -108,7 +108,7 @@ def write_frame(folder: Path, index: int, view: View, images: FrameImages, rando
     entry.update({"transform_matrix": (view.world_from_cam @ GL_FROM_CV).tolist(),
                   "fl_x": float(view.K[0, 0]), "fl_y": float(view.K[1, 1]), "cx": float(view.K[0, 2]),
                   "cy": float(view.K[1, 2]), "w": view.width, "h": view.height, "source": view.source,
-                  "randomization": randomization.record()})
+                  "depth_from_splats": images.depth_from_splats, "randomization": randomization.record()})
     atomic.write_json(folder / RECORDS / f"{name}.json", entry)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twinscan.gaussians import Gaussians
-from twinscan.gaussians.backend import RenderBackend, render_splats
+from twinscan.gaussians.backend import RenderBackend, SplatRender, render_splats
 
 from twinscan.render import geometry
 from twinscan.render.cameras import View
@@ -29,18 +29,18 @@ class FrameImages:
     normals: np.ndarray  # (H, W, 3) uint8, world frame, round((n + 1) / 2 * 255), (0, 0, 0): no surface
     classes: np.ndarray  # (H, W) uint8: 0 nothing, 1 floor, 2 structure, 3 distractor
     instances: np.ndarray  # (H, W) uint16: collider part 1..P, distractor P+1.., 0 none
+    depth_from_splats: float  # share of the pixels whose depth came from the splats (a hole in the mesh)
 
 
-def splat_rgb(splats: Gaussians, view: View, dc_shift: tuple[float, float, float],
-              backend: RenderBackend) -> np.ndarray:
-    """(H, W, 3) uint8 render of the splats with their colour (SH DC term) shifted by `dc_shift`."""
+def render_splats_shifted(splats: Gaussians, view: View, dc_shift: tuple[float, float, float],
+                          backend: RenderBackend) -> SplatRender:
+    """The splats at the view, their colour (SH DC term) shifted by `dc_shift`."""
     if any(dc_shift):
         sh = splats.sh.copy()
         sh[:, 0, :] += np.asarray(dc_shift, np.float32) / SH_C0
         splats = dataclasses.replace(splats, sh=sh)
-    render = next(render_splats(splats, view.K[None], np.linalg.inv(view.world_from_cam)[None], view.width,
-                                view.height, backend))
-    return (render.colour * 255 + 0.5).astype(np.uint8)
+    return next(render_splats(splats, view.K[None], np.linalg.inv(view.world_from_cam)[None], view.width,
+                              view.height, backend))
 
 
 def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: RenderConfig,
@@ -48,9 +48,10 @@ def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: R
     K, pose, width, height = view.K, view.world_from_cam, view.width, view.height
     hfov = float(np.degrees(2 * np.arctan(width / 2 / K[0, 0])))
     randomization = draw(config.randomize, config.seed, index, placer(twin, pose, hfov))
-    rgb = splat_rgb(twin.splats, view, randomization.dc_shift, backend)
+    splats = render_splats_shifted(twin.splats, view, randomization.dc_shift, backend)
+    rgb = (splats.colour * 255 + 0.5).astype(np.uint8)
     rays = geometry.Rays.of(K, pose, width, height)
-    hits = twin.surface.cast_rays(rays)
+    hits, from_splats = geometry.fill_from_splats(twin.surface.cast_rays(rays), rays, splats.depth, splats.alpha)
     depth, normals = hits.depth.copy(), hits.normal.copy()
     classes = geometry.classes(hits)
     instances = geometry.part_ids(depth, twin.parts.cast_rays(rays), twin.part_of_face)
@@ -65,4 +66,5 @@ def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: R
     depth_mm[depth_mm > MAX_DEPTH_MM] = 0
     hit = np.isfinite(depth)
     normal_png = np.where(hit[..., None], np.round((normals + 1.0) * 127.5), 0).astype(np.uint8)
-    return FrameImages(rgb, depth_mm.astype(np.uint16), normal_png, classes, instances), randomization
+    return (FrameImages(rgb, depth_mm.astype(np.uint16), normal_png, classes, instances,
+                        round(float(from_splats.mean()), 4)), randomization)

@@ -14,6 +14,8 @@ from twinscan.optional import open3d
 NOTHING, FLOOR, STRUCTURE, DISTRACTOR = 0, 1, 2, 3  # classes of the mask image (0: no surface)
 PART_AGREEMENT_M = 0.05  # a pixel belongs to a collider part when the part lies this close behind it ...
 PART_AGREEMENT_SHARE = 0.03  # ... or this share of its depth, whichever is larger
+SPLAT_DEPTH_ALPHA = 0.5  # the splats' median depth exists where their opacity passes this
+HOLE_M, HOLE_SHARE = 0.10, 0.10  # splats this far (or this share of the depth) in front of the mesh: a hole in it
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,31 @@ class SurfaceCaster:
             return np.zeros(len(points), bool)
         o3d = open3d()
         return self._scene.compute_occupancy(o3d.core.Tensor(np.asarray(points, np.float32)), nsamples=5).numpy() > 0.5
+
+
+def fill_from_splats(hits: Hits, rays: Rays, splat_depth: np.ndarray, splat_alpha: np.ndarray) -> tuple[Hits, np.ndarray]:
+    """The mesh's hits, with the splats' depth where the mesh has no surface or the splats show one clearly in
+    front of it (a panel the fusion lost: the ray went through to the floor behind); normals there from the
+    filled depth map's own gradient. Returns the hits and where the splats were used.
+    Measured on the sample's held-out frames (docs/benchmarks.md): depth p95 27.3 cm from the mesh alone,
+    17.8 from the splats alone, 12.6 filled."""
+    drawn = (splat_alpha > SPLAT_DEPTH_ALPHA) & (splat_depth > 0)
+    with np.errstate(invalid="ignore"):
+        in_front = splat_depth < hits.depth - np.maximum(HOLE_M, HOLE_SHARE * splat_depth)
+    use = drawn & (~np.isfinite(hits.depth) | in_front)
+    depth = np.where(use, splat_depth, hits.depth).astype(np.float32)
+    points = np.where(use[..., None], rays.origin + rays.directions.reshape(*depth.shape, 3) * depth[..., None],
+                      hits.points).astype(np.float32)
+    normal = hits.normal.copy()
+    with np.errstate(invalid="ignore"):
+        gradient = np.cross(np.gradient(points, axis=1), np.gradient(points, axis=0))
+        length = np.linalg.norm(gradient, axis=-1, keepdims=True)
+        estimated = np.nan_to_num(gradient / length)
+    toward = np.einsum("hwk,hwk->hw", estimated, rays.directions.reshape(*depth.shape, 3)) > 0
+    estimated[toward] *= -1
+    normal[use] = estimated[use]
+    face = np.where(use, -1, hits.face)
+    return Hits(depth, normal, face, points), use
 
 
 def structure_parts(collider: trimesh.Trimesh) -> tuple[trimesh.Trimesh, np.ndarray]:
