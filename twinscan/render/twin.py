@@ -90,12 +90,13 @@ def load_render_twin(root: Path) -> RenderTwin:
     floor_path = root / layout.FLOOR
     floor = trimesh.load(floor_path, force="mesh", process=False) if floor_path.is_file() else None
     surface = trimesh.util.concatenate([visual, floor]) if floor is not None else visual
+    slab = np.arange(len(surface.faces)) >= len(visual.faces)
     stage = Usd.Stage.Open(str(_need(root, layout.TWIN, "usd")))
     collider = collider_surface(stage)
     structure, part_of_face = structure_parts(collider)
     splat_params = (Workspace(root).stage_record("splats") or {}).get("params") or {}
     inputs = {name: fingerprint(root / name) for name in (layout.SPLATS_PLY, layout.VISUAL_OBJ, layout.TWIN)}
-    return RenderTwin(root, splats, SurfaceCaster(surface), SurfaceCaster(structure), part_of_face,
+    return RenderTwin(root, splats, SurfaceCaster(surface, flat=slab), SurfaceCaster(structure), part_of_face,
                       SurfaceCaster(collider), capture_cameras(root, int(splat_params.get("heldout_every",
                                                                                           HELDOUT_EVERY_DEFAULT))),
                       inputs)
