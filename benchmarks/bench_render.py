@@ -7,8 +7,8 @@ Prints:
   - throughput: sampled views at 640 x 480 (RGB + depth + normals + masks, light randomization, files
     written) per second on this machine's device, and the dataset's size per 1000 views; the parts of a
     view (splat RGB, mesh ray cast) timed alone;
-  - with --sample: at the capture's held-out frames, the depth and normals of the dataset (visual mesh and
-    floor slab, the splats' median depth in the mesh's holes) against the generator's truth, beside the
+  - with --sample: at the capture's held-out frames, the depth and normals of the dataset (visual mesh,
+    planar patches and floor slab, the splats' median depth in their holes) against the generator's truth, beside the
     mesh alone, the splats alone and the colliders as twin.usda loads them, floor and structure apart (median / p95 absolute error on pixels the true scene
     covers within 6 m; normals: median angle on the floor and on the structure).
 """
@@ -119,8 +119,8 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
           f"(cm; pixels the true scene covers within {COVERED_M:.0f} m)")
     print("| depth source | region | median cm | p95 cm | no surface |")
     print("|---|---|---|---|---|")
-    for name, depth in (("the dataset's: mesh + slab, holes from the splats", dataset_depth),
-                        ("visual mesh + floor slab alone", mesh_depth), ("splats' median depth alone", splat_depth),
+    for name, depth in (("the dataset's: mesh, planar patches, slab; holes from the splats", dataset_depth),
+                        ("mesh, planar patches, slab alone", mesh_depth), ("splats' median depth alone", splat_depth),
                         ("colliders from twin.usda", collider_depth)):
         for region, mask in (("all", covered), ("floor", covered & floor), ("structure", covered & ~floor)):
             print(f"| {name} | {region} | {_scores(depth, true_depth, mask)} |")

@@ -38,6 +38,9 @@ def key_figures(workspace: Path) -> dict[str, Any]:
         return (record.get("figures") or {}).get(key) if record.get("status") == "done" else None
 
     usd_done = (stages.get("usd") or {}).get("status") == "done"
+    collision_faces = figure("mesh", "collision_faces")
+    if collision_faces is not None:  # every face that collides but the slab: the planar patches too
+        collision_faces += figure("mesh", "planar_faces") or 0
     return {
         "stages_done": [name for name in STAGES if (stages.get(name) or {}).get("status") == "done"],
         "frames_kept": figure("frames", "kept"),
@@ -45,7 +48,7 @@ def key_figures(workspace: Path) -> dict[str, Any]:
         "scale_source": figure("sfm", "scale_source"),
         "splats": figure("splats", "num_gaussians"),
         "psnr": figure("splats", "psnr"),
-        "collision_faces": figure("mesh", "collision_faces"),
+        "collision_faces": collision_faces,
         "visual_faces": figure("mesh", "visual_faces"),
         "usd": str(workspace / TWIN) if usd_done else None,
         "check_verdict": figure("check", "verdict"),

@@ -33,7 +33,7 @@ class CaptureCameras:
 class RenderTwin:
     root: Path
     splats: Gaussians  # the cell and, where kept, the background behind it (RGB needs both)
-    surface: SurfaceCaster  # depth and normals: the visual mesh with the floor slab
+    surface: SurfaceCaster  # depth and normals: the visual mesh, the planar patches and the floor slab
     parts: SurfaceCaster  # the collider above the floor, as twin.usda's UsdPhysics prims load
     part_of_face: np.ndarray  # per face of parts.mesh: its connected part, 1 = largest
     colliders: SurfaceCaster  # every collider (the slab too): where a camera must not be
@@ -87,16 +87,17 @@ def load_render_twin(root: Path) -> RenderTwin:
             splats = Gaussians(*(np.concatenate([getattr(cell, k), getattr(back, k)])
                                  for k in ("means", "log_scales", "quats", "opacity_logits", "sh")))
     visual = trimesh.load(_need(root, layout.VISUAL_OBJ, "mesh"), force="mesh", process=False)
-    floor_path = root / layout.FLOOR
-    floor = trimesh.load(floor_path, force="mesh", process=False) if floor_path.is_file() else None
-    surface = trimesh.util.concatenate([visual, floor]) if floor is not None else visual
-    slab = np.arange(len(surface.faces)) >= len(visual.faces)
+    # the planar patches and the floor slab are flat: their faces' own normals
+    flat_parts = [trimesh.load(root / name, force="mesh", process=False) for name in (layout.PLANES, layout.FLOOR)
+                  if (root / name).is_file()]
+    surface = trimesh.util.concatenate([visual, *flat_parts]) if flat_parts else visual
+    flat = np.arange(len(surface.faces)) >= len(visual.faces)
     stage = Usd.Stage.Open(str(_need(root, layout.TWIN, "usd")))
     collider = collider_surface(stage)
     structure, part_of_face = structure_parts(collider)
     splat_params = (Workspace(root).stage_record("splats") or {}).get("params") or {}
     inputs = {name: fingerprint(root / name) for name in (layout.SPLATS_PLY, layout.VISUAL_OBJ, layout.TWIN)}
-    return RenderTwin(root, splats, SurfaceCaster(surface, flat=slab), SurfaceCaster(structure), part_of_face,
+    return RenderTwin(root, splats, SurfaceCaster(surface, flat=flat), SurfaceCaster(structure), part_of_face,
                       SurfaceCaster(collider), capture_cameras(root, int(splat_params.get("heldout_every",
                                                                                           HELDOUT_EVERY_DEFAULT))),
                       inputs)
