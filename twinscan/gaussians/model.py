@@ -10,6 +10,7 @@ import numpy as np
 from twinscan.errors import TwinscanError
 
 MAX_SH_DEGREE = 4  # the highest degree gsplat evaluates
+SH_C0 = 0.28209479177387814  # the degree-0 basis function: colour = SH_C0 * sh_dc + 0.5
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twinscan.gaussians import Gaussians
+from twinscan.gaussians.model import SH_C0  # a shift of c in colour is c / SH_C0 in the DC term
 from twinscan.gaussians.backend import RenderBackend, SplatRender, render_splats
 
 from twinscan.render import geometry
@@ -18,7 +19,6 @@ from twinscan.render.distractors import placer, render_distractors
 from twinscan.render.randomize import Randomization, apply, draw
 from twinscan.render.twin import RenderTwin
 
-SH_C0 = 0.28209479177387814  # colour = SH_C0 * dc + 0.5: a shift of c in colour is c / SH_C0 in dc
 MAX_DEPTH_MM = 65535  # 16-bit PNG; farther surfaces are written as 0 (unknown), as nothing is
 
 

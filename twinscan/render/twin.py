@@ -9,6 +9,7 @@ import numpy as np
 import trimesh
 
 from twinscan import layout
+from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import Gaussians, read_ply
 from twinscan.render.geometry import SurfaceCaster, structure_parts
@@ -62,8 +63,7 @@ def capture_cameras(root: Path, heldout_every: int) -> CaptureCameras:
         raise TwinscanError(f"{root / layout.UNDISTORTED_CAMERAS} has no registered frame",
                             f"run `twinscan sfm {root} --force`")
     camera = model.cameras[images[0].camera_id]
-    world_from_cam = np.stack([np.linalg.inv(np.vstack([im.cam_from_world().matrix(), [0, 0, 0, 1]]))
-                               for im in images])
+    world_from_cam = np.stack([world_from_cam_matrix(im) for im in images])
     heldout = np.arange(len(images)) % heldout_every == 0  # as the splats stage splits them (by name)
     return CaptureCameras([im.name for im in images], np.stack([camera.calibration_matrix()] * len(images)),
                           world_from_cam, int(camera.width), int(camera.height), heldout)

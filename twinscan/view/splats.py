@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from twinscan.gaussians import Gaussians
+from twinscan.gaussians.model import SH_C0
 
-SH_C0 = 0.28209479177387814  # the degree-0 spherical-harmonic basis constant
 DEFAULT_MAX_SPLATS = 400_000  # a software-rendered browser stays interactive; a GPU browser takes more
 
 

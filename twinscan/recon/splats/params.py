@@ -11,8 +11,8 @@ import torch
 from scipy.spatial import cKDTree
 
 from twinscan.gaussians import Gaussians
+from twinscan.gaussians.model import SH_C0
 
-SH_C0 = 0.28209479177387814  # the DC basis function: colour = SH_C0 * sh_dc + 0.5
 
 
 def rgb_to_sh(rgb: np.ndarray) -> np.ndarray:
