@@ -34,7 +34,7 @@ class CaptureCameras:
 class RenderTwin:
     root: Path
     splats: Gaussians  # the cell and, where kept, the background behind it (RGB needs both)
-    surface: SurfaceCaster  # depth and normals: the visual mesh, the planar patches and the floor slab
+    surface: SurfaceCaster  # depth and (filtered) normals: the visual mesh, the planar patches and the floor slab
     parts: SurfaceCaster  # the collider above the floor, as twin.usda's UsdPhysics prims load
     part_of_face: np.ndarray  # per face of parts.mesh: its connected part, 1 = largest
     colliders: SurfaceCaster  # every collider (the slab too): where a camera must not be
@@ -97,7 +97,7 @@ def load_render_twin(root: Path) -> RenderTwin:
     structure, part_of_face = structure_parts(collider)
     splat_params = (Workspace(root).stage_record("splats") or {}).get("params") or {}
     inputs = {name: fingerprint(root / name) for name in (layout.SPLATS_PLY, layout.VISUAL_OBJ, layout.TWIN)}
-    return RenderTwin(root, splats, SurfaceCaster(surface, flat=flat), SurfaceCaster(structure), part_of_face,
+    return RenderTwin(root, splats, SurfaceCaster(surface, flat=flat, filter_normals=True), SurfaceCaster(structure), part_of_face,
                       SurfaceCaster(collider), capture_cameras(root, int(splat_params.get("heldout_every",
                                                                                           HELDOUT_EVERY_DEFAULT))),
                       inputs)
