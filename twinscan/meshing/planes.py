@@ -121,8 +121,11 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         ghosts |= _ghosts(collider, cells, frame, cfg.cell, views, depth, distance)
         if covered >= cfg.max_covered_share:
             continue
-        parts.append(_cells_mesh(cells, frame, cfg.cell))
-        planes.append(Plane(normal, centre, support, seen_by, float(cells.sum() * cfg.cell ** 2)))
+        patch = _cells_mesh(cells, frame, cfg.cell)
+        if not len(patch.faces):
+            continue
+        parts.append(patch)
+        planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
     mesh = trimesh.util.concatenate(parts) if parts else trimesh.Trimesh()
     figures = {"planes_found": len(candidates), "planar_patches": len(planes),
                "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
@@ -441,15 +444,22 @@ def _votes(centres: np.ndarray, normal: np.ndarray, views: DepthViews, depth: np
 
 
 def _cells_mesh(cells: np.ndarray, frame: _Frame, cell: float) -> trimesh.Trimesh:
-    """The occupied cells as rectangles, one per run of cells along u in each row of v, facing +normal."""
+    """The patch through the centres of its cells, facing +normal: quads between each 2 x 2 block of
+    occupied cells, one per run along u in each row of v. A cell is occupied when any support falls in
+    it, so a surface's edge lies somewhere inside its edge cells: their centres, not their outer sides,
+    are where the patch ends (on the sample, collider p95 7.00 -> 6.44 cm; snapping the upright patches'
+    feet down to the floor as well measured 6.58)."""
+    block = cells[:-1, :-1] & cells[1:, :-1] & cells[:-1, 1:] & cells[1:, 1:]
     vertices, faces = [], []
-    for j in range(cells.shape[1]):
-        column = np.concatenate([[False], cells[:, j], [False]])
+    for j in range(block.shape[1]):
+        column = np.concatenate([[False], block[:, j], [False]])
         starts = np.flatnonzero(column[1:] & ~column[:-1])
         ends = np.flatnonzero(~column[1:] & column[:-1])
         for start, end in zip(starts, ends):
             base = len(vertices)
             for a, b in ((start, j), (end, j), (end, j + 1), (start, j + 1)):
-                vertices.append(frame.origin + a * cell * frame.u + b * cell * frame.v)
+                vertices.append(frame.origin + (a + 0.5) * cell * frame.u + (b + 0.5) * cell * frame.v)
             faces += [[base, base + 1, base + 2], [base, base + 2, base + 3]]  # counter-clockwise about u x v
+    if not faces:
+        return trimesh.Trimesh()
     return trimesh.Trimesh(np.asarray(vertices), np.asarray(faces), process=False)
