@@ -1,5 +1,8 @@
 """A whole CPU training step (projection, SH, rasterization forward + backward, L1 + SSIM loss,
 Adam, densification bookkeeping), in iterations/s. Goal on 2 cores: >= 15 it/s at 320x180, 10k splats.
+In the same run, the step with the geometric priors (recon/splats/geometry.py: flatness every step,
+the normal pass every 1 or `geometry_every` steps; off by default) against the photometric step alone,
+as a ratio.
 
     python benchmarks/bench_train_step.py [--gaussians 10000 50000] [--steps 30] [--threads 2]
 """
@@ -21,6 +24,8 @@ from twinscan.recon.splats.backend import cpu_training_threads
 from twinscan.recon.splats.trainer import _Run
 from twinscan.runtime import init_runtime
 
+TRIED_NORMAL_WEIGHT, TRIED_FLAT_WEIGHT = 0.05, 0.1  # the weights tried on the sample (off by default)
+
 
 def random_views(num_gaussians: int, width: int, height: int, num_views: int = 9, seed: int = 0) -> TrainingViews:
     """Points spread in depth in front of cameras on a small arc: every pixel blends tens of splats."""
@@ -41,11 +46,16 @@ def random_views(num_gaussians: int, width: int, height: int, num_views: int = 9
                          cam_from_world, points, colors)
 
 
-def steps_per_second(num_gaussians: int, width: int, height: int, steps: int, sh_degree: int) -> tuple[float, float]:
+def steps_per_second(num_gaussians: int, width: int, height: int, steps: int, sh_degree: int,
+                     geometry_every: int | None = None) -> tuple[float, float]:
+    """(it/s, ms/step); `geometry_every` None: the photometric loss alone, else the geometric priors
+    from the first step on, the normal pass every that many steps."""
     views = random_views(num_gaussians, width, height)
     # no densification in the timed window: the splat count stays what the table says
+    priors = {} if geometry_every is None else dict(normal_weight=TRIED_NORMAL_WEIGHT, flat_weight=TRIED_FLAT_WEIGHT,
+                                                    geometry_from=0.0, geometry_every=geometry_every)
     cfg = SplatsConfig(steps=10 * steps, max_side=max(width, height), device="cpu", sh_degree=sh_degree,
-                       sh_degree_interval=1, refine_start=10**9, refine_stop=10**9)
+                       sh_degree_interval=1, refine_start=10**9, refine_stop=10**9, **priors)
     backend = select_backend("cpu")
     run = _Run(views, cfg, backend)
     with cpu_training_threads(backend.device):  # as train_splats runs it
@@ -67,11 +77,17 @@ def main() -> None:
     args = parser.parse_args()
     table = Table(title=f"training step, CPU, {args.size[0]}x{args.size[1]}, SH degree {args.sh_degree}, "
                         f"numba threads {numba.get_num_threads()}")
-    for column in ("splats", "it/s", "ms/step", "goal"):
+    table.add_column("loss")
+    for column in ("splats", "it/s", "ms/step", "time vs photometric", "goal"):
         table.add_column(column, justify="right")
     for count in args.gaussians:
         rate, ms = steps_per_second(count, *args.size, args.steps, args.sh_degree)
-        table.add_row(f"{count:,}", f"{rate:.1f}", f"{ms:.1f}", ">= 15 it/s" if count == 10_000 else "")
+        table.add_row("photometric", f"{count:,}", f"{rate:.1f}", f"{ms:.1f}", "1.00",
+                      ">= 15 it/s" if count == 10_000 else "")
+        for every in (1, SplatsConfig().geometry_every):
+            with_priors, ms_priors = steps_per_second(count, *args.size, args.steps, args.sh_degree, every)
+            table.add_row(f"+ geometric priors, normal pass every {every}", f"{count:,}", f"{with_priors:.1f}",
+                          f"{ms_priors:.1f}", f"{ms_priors / ms:.2f}", "")
     Console().print(table)
 
 

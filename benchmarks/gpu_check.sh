@@ -163,7 +163,7 @@ EOF
         say "gsplat's CUDA kernels (built on first use; TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-all})"
         timed "$PY" -c "from twinscan.gaussians.raster import cuda_available; print('usable CUDA:', cuda_available())"
         say "CUDA tests: CPU rasterizer against gsplat.rasterization; the GPU node's choices"
-        "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_parity.py tests/test_gpu_node.py \
+        "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_parity.py tests/test_gpu_node.py tests/test_splat_geometry.py \
             -k "not a_capture_records" | tee "$RESULTS/tests.txt"
         say "peak GPU memory of splat training (benchmarks/bench_gpu_memory.py)"
         "$PY" benchmarks/bench_gpu_memory.py | tee "$RESULTS/memory.txt"

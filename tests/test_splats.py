@@ -21,6 +21,7 @@ from twinscan.presets import get_preset
 from twinscan.recon.sfm.record import ScaleSource, SfmRecord, WorldFrame
 from twinscan.recon.splats import (SplatsConfig, TrainingViews, evaluate, run_splats, select_backend,
                                    train_splats)
+from twinscan.recon.splats.geometry import flatness
 from twinscan.recon.splats.metrics import ssim
 from twinscan.recon.splats.params import gaussians_from_params, init_params
 from twinscan.workspace import Workspace
@@ -251,3 +252,14 @@ def test_cuda_mcmc_training_learns_the_known_scene(scene) -> None:
     result = train_splats(scene, _config(device="cuda", max_gaussians=2000), select_backend("cuda"))
     assert result.device == "cuda" and result.strategy == "mcmc"
     assert result.num_gaussians <= 2000 and result.evaluation.psnr > 23.0, result.history
+
+
+def test_geometric_priors_train_flat_splats_without_losing_the_picture(scene, trained) -> None:
+    """With the priors on (recon/splats/geometry.py: flatness and normal consistency from 30 % of the steps),
+    the splats end as discs (smallest over largest scale 0.084-0.086 over seeds 0-1, against 0.58 without)
+    and the held-out views stay as sharp (24.8 dB against 24.6-25.1 without)."""
+    plain, _ = trained
+    flat = train_splats(scene, _config(normal_weight=0.05, flat_weight=0.1), select_backend("cpu"))
+    assert flatness(plain.params["scales"].detach()).item() > 0.4
+    assert flatness(flat.params["scales"].detach()).item() < 0.2
+    assert flat.evaluation.psnr > 23.5, flat.history

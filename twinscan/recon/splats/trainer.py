@@ -23,6 +23,7 @@ from twinscan.atomic import atomic_path
 from twinscan.recon.splats.adjust import ExposureCompensation, PoseRefinement
 from twinscan.recon.splats.backend import Backend, cpu_training_threads, select_backend
 from twinscan.recon.splats.config import SplatsConfig
+from twinscan.recon.splats.geometry import flatness, normal_consistency
 from twinscan.recon.splats.metrics import photometric_loss, psnr, ssim
 from twinscan.recon.splats.params import init_params
 from twinscan.recon.splats.views import TrainingViews
@@ -186,6 +187,14 @@ class _Run:
         colors = self.exposure(colors, slots)
         self.strategy.step_pre_backward(self.params, self.optimizers, self.strategy_state, step, info)
         loss = photometric_loss(colors, target, cfg.ssim_lambda)
+        flatten, normals = cfg.geometry_at(step)
+        if flatten:
+            loss = loss + cfg.flat_weight * flatness(self.params["scales"])
+        if normals:
+            loss = loss + cfg.normal_weight * normal_consistency(
+                self.params["means"], self.params["quats"], self.params["scales"],
+                torch.sigmoid(self.params["opacities"]), cam_from_world, self.views.Ks[view].to(self.device),
+                target.shape[2], target.shape[1], self.backend.rasterize)
         if self.backend.strategy == "mcmc":
             loss = (loss + MCMC_OPACITY_REG * torch.sigmoid(self.params["opacities"]).mean()
                     + MCMC_SCALE_REG * torch.exp(self.params["scales"]).mean())

@@ -1,0 +1,72 @@
+"""Geometric priors for splat training: flat Gaussians whose normals agree with the depth they render.
+
+Photometric loss alone leaves Gaussians thick and placed wherever a colour is explained, so plain or
+glossy surfaces render depth that wanders (the mesh stage then fuses bloat or nothing). As 2DGS and
+PGSR do, each Gaussian is pushed flat (its smallest scale down) and its normal (the axis of that scale)
+towards the normal of the depth the splats render around it: on any surface the two agree only when
+the splats lie in it. Both terms are differentiable on either rasterizer (the normals render as three
+colour channels, the depth as gsplat's expected depth, "RGB+ED").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+MIN_ALPHA = 0.5  # pixels rendered less opaque than this carry no reliable depth
+
+
+def splat_normals(quats: Tensor, log_scales: Tensor) -> Tensor:
+    """[N, 3] world-frame unit normal of each Gaussian: the rotation's axis along its smallest scale."""
+    w, x, y, z = F.normalize(quats, dim=-1).unbind(-1)
+    rotation = torch.stack([
+        torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        torch.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        torch.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)  # [N, 3, 3], columns: the Gaussian's axes
+    smallest = log_scales.argmin(dim=-1)
+    return torch.gather(rotation, 2, smallest[:, None, None].expand(-1, 3, 1))[..., 0]
+
+
+def depth_normals(depth: Tensor, K: Tensor) -> Tensor:
+    """[H-2, W-2, 3] camera-frame unit normals of a depth map [H, W] (z along the optical axis), from the
+    back-projected points' central differences, facing the camera (interior pixels only)."""
+    height, width = depth.shape
+    v, u = torch.meshgrid(torch.arange(height, dtype=depth.dtype, device=depth.device) + 0.5,
+                          torch.arange(width, dtype=depth.dtype, device=depth.device) + 0.5, indexing="ij")
+    rays = torch.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], torch.ones_like(u)], -1)
+    points = rays * depth[..., None]
+    across = points[1:-1, 2:] - points[1:-1, :-2]
+    down = points[2:, 1:-1] - points[:-2, 1:-1]
+    normals = F.normalize(torch.cross(across, down, dim=-1), dim=-1)
+    facing_away = (normals * points[1:-1, 1:-1]).sum(-1, keepdim=True) > 0
+    return torch.where(facing_away, -normals, normals)
+
+
+def normal_consistency(means: Tensor, quats: Tensor, log_scales: Tensor, opacities: Tensor,
+                       cam_from_world: Tensor, K: Tensor, width: int, height: int,
+                       rasterize: Callable) -> Tensor:
+    """2DGS's normal consistency for one camera: sum_i w_i (1 - n_i . N) averaged over the opaque pixels,
+    where w_i are the blending weights, n_i the Gaussians' normals (facing the camera) and N the normal
+    of the rendered expected depth. 0 where the splats lie flat in the surface they render."""
+    rotation, translation = cam_from_world[0, :3, :3], cam_from_world[0, :3, 3]
+    normals = splat_normals(quats, log_scales) @ rotation.T
+    centres = means @ rotation.T + translation
+    normals = torch.where((normals * centres).sum(-1, keepdim=True) > 0, -normals, normals)
+    rendered, alphas, _ = rasterize(means, quats, torch.exp(log_scales), opacities, normals,
+                                    cam_from_world, K[None], width, height, render_mode="RGB+ED")
+    blended, depth, alpha = rendered[0, ..., :3], rendered[0, ..., 3], alphas[0, ..., 0]
+    from_depth = depth_normals(depth, K)
+    inner = (slice(1, -1), slice(1, -1))
+    opaque = (alpha[inner] > MIN_ALPHA).float()
+    disagreement = alpha[inner] - (blended[inner] * from_depth).sum(-1)
+    return (disagreement * opaque).sum() / opaque.sum().clamp(min=1.0)
+
+
+def flatness(log_scales: Tensor) -> Tensor:
+    """Mean ratio of each Gaussian's smallest scale to its largest: 0 for discs (surfels)."""
+    scales = torch.exp(log_scales)
+    return (scales.min(dim=-1).values / scales.max(dim=-1).values).mean()
