@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from twinscan import atomic
 from twinscan.errors import TwinscanError
+from twinscan.frames.record import FrameEntry, write_frames
 from twinscan.recon.sfm.nerfstudio import read_transforms
 from twinscan.recon.sfm.reconstruct import model_figures, triangulate_known_poses
 from twinscan.layout import FRAMES_DIR, FRAMES_JSON, SFM_WORK_PREFIX
@@ -47,9 +47,8 @@ def _adopt_images(ws: Workspace, sources: dict[str, Path]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
     if not ws.path(FRAMES_JSON).exists():
-        atomic.write_json(ws.path(FRAMES_JSON), [
-            {"file": f"{FRAMES_DIR}/{name}", "source_index": index, "time_s": None, "sharpness": None,
-             "motion": None} for index, name in enumerate(sorted(sources))])
+        write_frames(ws, [FrameEntry(f"{FRAMES_DIR}/{name}", source_index=index, time_s=None, sharpness=None,
+                                     motion=None) for index, name in enumerate(sorted(sources))])
 
 
 def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> dict[str, Any]:
@@ -70,7 +69,8 @@ def _record(ws: Workspace, source: Path, model, align: bool, cfg: SfmConfig) -> 
         else:
             run.figures.update({"scale": "as imported", "scale_source": f"imported {source.name}"})
             world = WorldFrame(scale_source=ScaleSource.IMPORTED, metric=False, origin="as imported", marker_id=None,
-                               floor_found=False, world_from_colmap=None)
+                               marker_size_m=None, marker_dict=None, marker_centre_z_m=None, floor_found=False,
+                               world_from_colmap=None)
         run.outputs.extend(write_outputs(ws, model, ws.path(FRAMES_DIR), world, run.figures))
     return run.figures
 
