@@ -17,9 +17,10 @@ from twinscan.workspace import Workspace
 class FrameEntry:
     file: str  # relative to OUT/: frames/<name>
     source_index: int  # the frame's index in the video (or image folder)
-    time_s: float | None  # in the video; None for an image folder or imported poses
-    sharpness: float | None  # None for imported poses
-    motion: float | None  # image motion since the previous kept frame (share of the frame; 1.0: tracking lost)
+    # None (or left out of a hand-written frames.json): not known, as for imported poses
+    time_s: float | None = None  # in the video; also None for an image folder
+    sharpness: float | None = None
+    motion: float | None = None  # image motion since the previous kept frame (share of the frame; 1.0: tracking lost)
 
     @property
     def name(self) -> str:
