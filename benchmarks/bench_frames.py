@@ -14,7 +14,6 @@ image, for the same number of frames).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -29,6 +28,7 @@ import imageio_ffmpeg
 import numpy as np
 
 from twinscan.frames import FramesConfig, run_frames
+from twinscan.frames.record import read_frames
 from twinscan.frames.scoring import sharpness
 from twinscan.frames.source import open_source
 from twinscan.presets import get_preset
@@ -121,7 +121,7 @@ def measure(label: str, video: Path, config: FramesConfig, tmp: Path, repeats: i
         wall, cpu = time.perf_counter(), time.process_time()
         figures = run_frames(Workspace(out), video, config, force=True)
         stage_wall, stage_cpu = time.perf_counter() - wall, time.process_time() - cpu
-        ours = [record["source_index"] for record in json.loads((out / "frames.json").read_text())]
+        ours = [entry.source_index for entry in read_frames(Workspace(out))]
         shutil.rmtree(out)
         base_wall, base_cpu, baseline = ffmpeg_every_nth(video, tmp / f"ffmpeg_{label}", figures["kept"])
         shutil.rmtree(tmp / f"ffmpeg_{label}")

@@ -21,7 +21,6 @@ truth only moves into the marker's frame, which the generator defines. Prints:
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import pycolmap
 import trimesh
 
 from twinscan.check.colliders import collider_surface
+from twinscan.frames.record import read_frames
 from twinscan.meshing import metrics
 from twinscan.meshing.raycast import render_mesh_views
 from twinscan.recon.sfm.evaluate import pose_error
@@ -92,7 +92,7 @@ class TwinTruth:
 def truth_in_twin(ws: Path, sample: Path) -> tuple[TwinTruth, dict[str, int]]:
     """The ground truth in the twin frame, and the kept frames' names -> source indices."""
     truth = load_ground_truth(sample)
-    frames = {Path(r["file"]).name: r["source_index"] for r in json.loads((ws / "frames.json").read_text())}
+    frames = {entry.name: entry.source_index for entry in read_frames(Workspace(ws))}
     to_twin = twin_from_scene(ws, truth, frames)
     scene = trimesh.load(sample / "scene.ply", force="mesh")
     scene.apply_transform(to_twin)

@@ -24,10 +24,13 @@ from twinscan.meshing.metrics import surface_distance
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV, OPENCV_KEYS, read_transforms, write_transforms
 from twinscan.recon.sfm.reconstruct import loop_pairs
 from twinscan.layout import SFM_PARTIAL as PARTIAL_DIR
+from twinscan.layout import SFM_RECORD
+from twinscan.recon.sfm.importers import SfmImport
 from twinscan.recon.sfm.record import ScaleSource, read_sfm_record
 from twinscan.recon.sfm.stage import drop_off_path_frames, posed_cameras
 from twinscan.recon.sfm.world_frame import (Similarity, anchored_at_marker, camera_up, covers_area, fit_floor_plane,
                                             rotation_between, world_from_raw)
+from twinscan.stages import execute
 from twinscan.workspace import Workspace
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -476,6 +479,14 @@ def test_transforms_import_triangulates_points_on_the_true_surface(posed_frames,
     names = sorted(true_world_from_cam)
     assert np.allclose(posed_cameras(model), np.array([true_world_from_cam[name] for name in names]), atol=1e-9)
     assert ws.stage_record("sfm")["params"]["triangulated"] is True
+    # an import is the sfm stage run by stages.execute: the same source and config again is skipped ...
+    stage = SfmImport(frames_ws.path("true_transforms.json"), "transforms")
+    started = ws.stage_record("sfm")["started"]
+    again = execute(stage, ws, stage.import_config(SfmConfig(max_side=320)))
+    assert not again.ran and again.figures == figures and ws.stage_record("sfm")["started"] == started
+    assert read_sfm_record(ws).world.scale_source == ScaleSource.IMPORTED  # ... and it wrote the sfm record
+    ws.path(SFM_RECORD).unlink()  # a workspace from before the record: the import runs again and writes it
+    assert execute(stage, ws, stage.import_config(SfmConfig(max_side=320))).ran and ws.path(SFM_RECORD).is_file()
 
 
 def test_small_frames_far_apart_register_correctly(posed_frames, tmp_path):

@@ -212,7 +212,8 @@ def _write_undistorted_model(root: Path, views: TrainingViews) -> None:
     (root / "sparse" / "points3D.txt").write_text("".join(
         f"{i + 1} {x} {y} {z} {r} {g} {b} 0\n" for i, ((x, y, z), (r, g, b)) in enumerate(zip(views.points, colors))))
     world = WorldFrame(ScaleSource.NONE, metric=False, origin="camera centroid (yaw arbitrary)", marker_id=None,
-                       floor_found=False, world_from_colmap=None)  # and its record, as the sfm stage writes beside it
+                       marker_size_m=None, marker_dict=None, marker_centre_z_m=None, floor_found=False,
+                       world_from_colmap=None)  # and its record, as the sfm stage writes beside it
     record = SfmRecord(world, registered=len(views), total=len(views), mean_reprojection_error_px=0.0)
     (root.parent.parent / SFM_RECORD).write_text(json.dumps(record.to_json()))
 

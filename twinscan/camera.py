@@ -1,5 +1,6 @@
 """Camera poses as 4x4 matrices (OpenCV axes: x right, y down, z forward; CONVENTIONS.md): the one place
-they are built, from a pycolmap image or from where a camera stands and what it looks at."""
+they are built, from a pycolmap image or from where a camera stands and what it looks at; and the one
+rule for a camera's intrinsics at another image size."""
 
 from __future__ import annotations
 
@@ -36,3 +37,12 @@ def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
     world_from_cam[:3, :3] = look_at_rotations(eye, target, up)
     world_from_cam[:3, 3] = eye
     return world_from_cam
+
+
+def scaled_K(K: np.ndarray, from_size: tuple[int, int], to_size: tuple[int, int]) -> np.ndarray:
+    """Intrinsics for the same camera at another image size (width, height); pixel centres at +0.5, as
+    COLMAP and gsplat, so scaling is exact."""
+    out = np.asarray(K, np.float64).copy()
+    out[0] *= to_size[0] / from_size[0]
+    out[1] *= to_size[1] / from_size[1]
+    return out

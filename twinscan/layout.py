@@ -32,6 +32,7 @@ SFM_WORK_PREFIX = ".sfm-work.tmp-"  # scratch folders (matching database), remov
 SPLATS_DIR = "splats"
 SPLATS_PLY = "splats/splats.ply"  # the cell: the splats inside the captured region
 BACKGROUND_PLY = "splats/background.ply"  # the splats outside it, when there are any
+SPLATS_RECORD = "splats/splats.json"  # the stage's typed record (recon/splats/record.py): held-out views, counts
 HELDOUT_DIR = "splats/heldout"  # per held-out view, the render beside its picture (PNG)
 SPLATS_CHECKPOINT = ".splats-checkpoint.pt"  # training's checkpoint while it runs (resume)
 
@@ -47,7 +48,7 @@ PLANES = "mesh/planes.obj"  # planar collider patches closed where fusion left f
 FLOOR = "mesh/floor.obj"  # the floor slab collider, top face at z = 0
 CONVEX_DIR = "mesh/convex"  # part_000.obj ... (CoACD)
 CONVEX_PART = "part_{:03d}.obj"  # a convex part's name inside CONVEX_DIR
-MESH_SUMMARY = "mesh/mesh.json"  # files, floor (bounds_xy, height, tilt, area), figures, warnings
+MESH_SUMMARY = "mesh/mesh.json"  # the stage's typed record (meshing/record.py): files, floor, figures, warnings
 
 # usd
 TWIN = "twin.usda"  # the root layer (+ .usdc layers beside it, TWIN_USDZ with --usdz)

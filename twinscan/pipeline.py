@@ -71,13 +71,12 @@ def run_stage(name: str, ws: Workspace, options: CaptureOptions, video: Path | N
 
 def import_sfm_stage(ws: Workspace, options: CaptureOptions, from_colmap: Path | None = None,
                      from_transforms: Path | None = None) -> dict[str, Any]:
-    """The sfm stage from poses made elsewhere (points triangulated when the import has none)."""
-    from twinscan.recon.sfm import import_colmap, import_transforms
+    """The sfm stage from poses made elsewhere (points triangulated when the import has none); skipped
+    when done before from the same source with the same options."""
+    from twinscan.recon.sfm.importers import SfmImport
 
-    config = load_stage("sfm").config(options)
-    if from_colmap is not None:
-        return import_colmap(ws, from_colmap, config)
-    return import_transforms(ws, from_transforms, config)
+    stage = SfmImport(from_colmap, "colmap") if from_colmap is not None else SfmImport(from_transforms, "transforms")
+    return execute(stage, ws, stage.config(options), options.force).figures
 
 
 def run_capture(video: Path, out: Path, options: CaptureOptions,

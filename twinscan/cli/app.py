@@ -105,9 +105,7 @@ def sfm(workdir: Workdir, quality: Quality = QualityChoice.auto, device: Device 
     options = CaptureOptions(quality=quality.value, device=device.value, mapper=mapper.value, marker_size=marker_size,
                              marker_dict=marker_dict, scale=scale, force=force)
     if from_colmap is not None or from_transforms is not None:
-        ws = Workspace(workdir)
-        with ws.locked():
-            import_sfm_stage(ws, options, from_colmap, from_transforms)
+        import_sfm_stage(Workspace(workdir), options, from_colmap, from_transforms)
     else:
         run_stage("sfm", Workspace(workdir), options)
     print_workspace_info(Workspace(workdir), only="sfm")

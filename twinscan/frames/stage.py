@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from twinscan import atomic
 from twinscan.layout import FRAMES_DIR, FRAMES_JSON
 from twinscan.errors import TwinscanError
 from twinscan.frames.config import FramesConfig
+from twinscan.frames.record import FrameEntry, write_frames
 from twinscan.frames.selection import Candidate, KeyframeSelector, SelectionCounts, thin_evenly
 from twinscan.frames.source import SourceReport, open_source
 from twinscan.progress import progress_bar
@@ -45,7 +46,7 @@ class FramesStage:
         started = time.perf_counter()
         with atomic.atomic_dir(ws.path(FRAMES_DIR)) as folder:
             records, report, counts = _select_and_write(Path(self.source), config, folder, run)
-        atomic.write_json(ws.path(FRAMES_JSON), records)
+        write_frames(ws, records)
         seconds = time.perf_counter() - started
         run.outputs += [FRAMES_DIR, FRAMES_JSON]
         run.figures.update(_figures(records, report, counts, seconds))
@@ -58,13 +59,13 @@ def run_frames(workspace: Workspace, source: str | Path, config: FramesConfig, f
 
 
 def _select_and_write(source: Path, config: FramesConfig, folder: Path,
-                      run: StageRun) -> tuple[list[dict[str, Any]], SourceReport, SelectionCounts]:
+                      run: StageRun) -> tuple[list[FrameEntry], SourceReport, SelectionCounts]:
     """Stream the source through the selector, writing each kept frame as soon as its window closes."""
     # Every frame is decoded: letting the selector drop disposable frames as they go in made the kept
     # set depend on the decoder threads' timing (24 or 26 frames kept from the same tiny video).
     report, frames = open_source(source, config.score_side)
     selector = KeyframeSelector(config, report.fps)
-    records: list[dict[str, Any]] = []
+    records: list[FrameEntry] = []
     try:
         with closing(frames), progress_bar(f"frames from {source.name}", report.expected_frames) as advance:
             shown = 0
@@ -84,33 +85,33 @@ def _select_and_write(source: Path, config: FramesConfig, folder: Path,
     return records, report, selector.counts
 
 
-def _write(kept: Candidate, folder: Path, config: FramesConfig, first: bool) -> dict[str, Any]:
+def _write(kept: Candidate, folder: Path, config: FramesConfig, first: bool) -> FrameEntry:
     name = f"{kept.frame.index:06d}.jpg"
     image = kept.frame.render(config.max_side)
     if not cv2.imwrite(str(folder / name), image, [cv2.IMWRITE_JPEG_QUALITY, config.jpeg_quality]):
         raise TwinscanError(f"could not write {folder / name}",
                             "check that the output folder is writable and has space")
-    return {
-        "file": f"{FRAMES_DIR}/{name}",
-        "source_index": kept.frame.index,
-        "time_s": None if kept.frame.time_s is None else round(kept.frame.time_s, 4),
-        "sharpness": round(kept.sharpness, 2),
-        "motion": 0.0 if first else round(min(kept.motion, 1.0), 4),  # 1.0: tracking was lost
-    }
+    return FrameEntry(
+        file=f"{FRAMES_DIR}/{name}",
+        source_index=kept.frame.index,
+        time_s=None if kept.frame.time_s is None else round(kept.frame.time_s, 4),
+        sharpness=round(kept.sharpness, 2),
+        motion=0.0 if first else round(min(kept.motion, 1.0), 4),  # 1.0: tracking was lost
+    )
 
 
-def _thin_to_budget(records: list[dict[str, Any]], budget: int, folder: Path) -> list[dict[str, Any]]:
+def _thin_to_budget(records: list[FrameEntry], budget: int, folder: Path) -> list[FrameEntry]:
     """Drop frames evenly down to the budget; motion then sums over the dropped steps."""
     chosen = set(thin_evenly(len(records), budget).tolist())
-    thinned: list[dict[str, Any]] = []
+    thinned: list[FrameEntry] = []
     carried = 0.0
     for i, record in enumerate(records):
-        carried += record["motion"]
+        carried += record.motion
         if i in chosen:
-            thinned.append({**record, "motion": round(carried, 4) if thinned else 0.0})
+            thinned.append(replace(record, motion=round(carried, 4) if thinned else 0.0))
             carried = 0.0
         else:
-            (folder / Path(record["file"]).name).unlink()
+            (folder / Path(record.file).name).unlink()
     return thinned
 
 
@@ -137,7 +138,7 @@ def _check_enough(source: Path, config: FramesConfig, report: SourceReport, coun
             "walk around the cell so it is seen from many viewpoints, slowly and in good light")
 
 
-def _figures(records: list[dict[str, Any]], report: SourceReport, counts: SelectionCounts,
+def _figures(records: list[FrameEntry], report: SourceReport, counts: SelectionCounts,
              seconds: float) -> dict[str, Any]:
     return {
         "kept": len(records),
@@ -146,7 +147,7 @@ def _figures(records: list[dict[str, Any]], report: SourceReport, counts: Select
         "blurred": counts.blurred,
         "kept_for_coverage": counts.kept_for_coverage,
         "badly_exposed": counts.badly_exposed,
-        "mean_sharpness": round(sum(r["sharpness"] for r in records) / len(records), 2),
+        "mean_sharpness": round(sum(r.sharpness for r in records) / len(records), 2),
         "rotation_deg": report.rotation_deg,
         "seconds": round(seconds, 3),
         "fps": round(report.frames / max(seconds, 1e-6), 1),

@@ -1,17 +1,18 @@
-"""OUT/mesh/: the meshes as files (trimesh writers), all inside one atomically replaced folder."""
+"""OUT/mesh/: the meshes as files (trimesh writers) and the stage's record (mesh.json, meshing/record.py),
+all inside one atomically replaced folder."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import trimesh
 
-from twinscan.atomic import atomic_dir
+from twinscan.atomic import atomic_dir, write_json
 from twinscan.layout import (COLLISION, COLLISION_CONFIDENCE, CONVEX_DIR, CONVEX_PART, FLOOR, MESH_DIR, MESH_SUMMARY,
                              PLANES, VISUAL_COLOURS, VISUAL_GLB, VISUAL_MTL, VISUAL_OBJ, inside)
 from twinscan.meshing.build import MeshResult
+from twinscan.meshing.record import FloorRecord, MeshRecord
 
 
 def write_meshes(result: MeshResult, folder: Path) -> list[str]:
@@ -45,10 +46,10 @@ def write_meshes(result: MeshResult, folder: Path) -> list[str]:
             for i, part in enumerate(result.convex_parts):
                 part.export(at(CONVEX_DIR) / CONVEX_PART.format(i))
             names.append(CONVEX_DIR)
-        floor = None if result.floor is None else {
-            "height_m": result.floor.height, "tilt_deg": result.floor.tilt_deg,
-            "bounds_xy": result.floor.bounds_xy.tolist(), "area_m2": result.floor.area}
-        summary = {"files": sorted(inside(MESH_DIR, name) for name in names), "floor": floor, "figures": result.figures,
-                   "warnings": result.warnings}
-        at(MESH_SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+        floor = None if result.floor is None else FloorRecord(
+            float(result.floor.height), float(result.floor.tilt_deg),
+            tuple(tuple(float(v) for v in corner) for corner in result.floor.bounds_xy), float(result.floor.area))
+        record = MeshRecord(tuple(sorted(inside(MESH_DIR, name) for name in names)), floor, result.figures,
+                            tuple(result.warnings))
+        write_json(at(MESH_SUMMARY), record.to_json())
     return sorted([*names, MESH_SUMMARY])

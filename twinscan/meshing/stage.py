@@ -10,7 +10,7 @@ import numpy as np
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import read_ply
 from twinscan.gaussians.backend import select_render_backend
-from twinscan.layout import MESH_DIR, SPLATS_PLY, UNDISTORTED, UNDISTORTED_CAMERAS
+from twinscan.layout import MESH_DIR, MESH_SUMMARY, SPLATS_PLY, UNDISTORTED, UNDISTORTED_CAMERAS
 from twinscan.meshing.build import build_meshes, progress_steps
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.export import write_meshes
@@ -33,7 +33,7 @@ class MeshStage:
 
     name: str = "mesh"
     versions: tuple[str, ...] = VERSIONS
-    required: tuple[str, ...] = ()
+    required: tuple[str, ...] = (MESH_SUMMARY,)  # the stage's record (meshing/record.py)
 
     def config(self, options: CaptureOptions) -> MeshConfig:
         return MeshConfig.from_preset(resolve_preset(options.quality, options.device), convex=options.convex, device=options.device)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from twinscan.errors import TwinscanError
-from twinscan.camera import look_at
+from twinscan.camera import look_at, scaled_K
 from twinscan.render.config import RenderConfig
 from twinscan.render.twin import RenderTwin
 
@@ -29,14 +29,6 @@ class View:
     width: int
     height: int
     source: str  # "sampled", "capture:<frame name>" or "file:<file_path>"
-
-
-def scaled_K(K: np.ndarray, from_size: tuple[int, int], to_size: tuple[int, int]) -> np.ndarray:
-    """Intrinsics for the same camera at another image size (pixel centres at +0.5, so scaling is exact)."""
-    out = np.asarray(K, np.float64).copy()
-    out[0] *= to_size[0] / from_size[0]
-    out[1] *= to_size[1] / from_size[1]
-    return out
 
 
 class CaptureCoverage:

@@ -12,10 +12,9 @@ from twinscan import layout
 from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
 from twinscan.gaussians import Gaussians, read_ply
+from twinscan.recon.splats.record import read_splats_record
 from twinscan.render.geometry import SurfaceCaster, structure_parts
 from twinscan.workspace import Workspace, fingerprint
-
-HELDOUT_EVERY_DEFAULT = 8
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class CaptureCameras:
     world_from_cam: np.ndarray  # (N, 4, 4) OpenCV axes
     width: int
     height: int
-    heldout: np.ndarray  # (N,) bool: held out of splat training (every k-th by name)
+    heldout: np.ndarray  # (N,) bool: held out of splat training (the splats stage's record names them)
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ def _need(root: Path, relative: str, stage: str) -> Path:
     return path
 
 
-def capture_cameras(root: Path, heldout_every: int) -> CaptureCameras:
+def capture_cameras(root: Path, heldout_views: tuple[str, ...]) -> CaptureCameras:
     import pycolmap
 
     model = pycolmap.Reconstruction(_need(root, layout.UNDISTORTED_CAMERAS, "sfm"))
@@ -64,9 +63,9 @@ def capture_cameras(root: Path, heldout_every: int) -> CaptureCameras:
                             f"run `twinscan sfm {root} --force`")
     camera = model.cameras[images[0].camera_id]
     world_from_cam = np.stack([world_from_cam_matrix(im) for im in images])
-    heldout = np.arange(len(images)) % heldout_every == 0  # as the splats stage splits them (by name)
-    return CaptureCameras([im.name for im in images], np.stack([camera.calibration_matrix()] * len(images)),
-                          world_from_cam, int(camera.width), int(camera.height), heldout)
+    names = [im.name for im in images]
+    return CaptureCameras(names, np.stack([camera.calibration_matrix()] * len(images)), world_from_cam,
+                          int(camera.width), int(camera.height), np.isin(names, heldout_views))
 
 
 def load_render_twin(root: Path) -> RenderTwin:
@@ -95,9 +94,7 @@ def load_render_twin(root: Path) -> RenderTwin:
     stage = Usd.Stage.Open(str(_need(root, layout.TWIN, "usd")))
     collider = collider_surface(stage)
     structure, part_of_face = structure_parts(collider)
-    splat_params = (Workspace(root).stage_record("splats") or {}).get("params") or {}
+    heldout_views = read_splats_record(Workspace(root)).heldout_views
     inputs = {name: fingerprint(root / name) for name in (layout.SPLATS_PLY, layout.VISUAL_OBJ, layout.TWIN)}
-    return RenderTwin(root, splats, SurfaceCaster(surface, flat=flat, filter_normals=True), SurfaceCaster(structure), part_of_face,
-                      SurfaceCaster(collider), capture_cameras(root, int(splat_params.get("heldout_every",
-                                                                                          HELDOUT_EVERY_DEFAULT))),
-                      inputs)
+    return RenderTwin(root, splats, SurfaceCaster(surface, flat=flat, filter_normals=True), SurfaceCaster(structure),
+                      part_of_face, SurfaceCaster(collider), capture_cameras(root, heldout_views), inputs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,9 @@ from typing import Any
 import numpy as np
 
 from twinscan.layout import FRAMES_DIR, FRAMES_JSON, HELDOUT_DIR, MESH_SUMMARY, SFM_DIR
+from twinscan.frames.record import FrameEntry, read_frames
+from twinscan.meshing.record import read_mesh_record
+from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.report.markup import esc, notice
 from twinscan.report.plan import TopDownPlan
 from twinscan.report.status import StageState, stage_states
@@ -51,8 +53,8 @@ class Capture:
                                   f"(run it again with --force).")
         return None
 
-    def frames(self) -> list[dict[str, Any]]:
-        return json.loads(self.ws.path(FRAMES_JSON).read_text())
+    def frames(self) -> list[FrameEntry]:
+        return read_frames(self.ws)
 
     @functools.cached_property
     def model(self):
@@ -66,23 +68,22 @@ class Capture:
 
     def markers(self) -> dict[int, np.ndarray]:
         """Marker corners in the world frame, found again in the frames the way the sfm stage scaled
-        the model (the manifest keeps only the scale, not where the marker lies)."""
+        the model (its record keeps the anchor marker's id, not where each marker lies)."""
         from twinscan.recon.sfm.markers import detect_markers, triangulate_markers
 
-        params = self.states["sfm"].record.get("params", {})
-        if not params.get("marker_size"):
+        world = read_sfm_record(self.ws).world
+        if world.marker_dict is None:  # no --marker-size
             return {}
         frames = self.ws.path(FRAMES_DIR)
         detections = detect_markers(((name, frames / name) for name in sorted(self.registered_names())),
-                                    params.get("marker_dict", "4x4_50"))
+                                    world.marker_dict)
         return triangulate_markers(detections, self.model)
 
     def floor_xy(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
-        path = self.ws.path(MESH_SUMMARY)
-        if not self.states["mesh"].done or not path.exists():
+        if not self.states["mesh"].done or not self.ws.path(MESH_SUMMARY).exists():
             return None
-        bounds = (json.loads(path.read_text()).get("floor") or {}).get("bounds_xy")  # null: no floor found
-        return (tuple(bounds[0]), tuple(bounds[1])) if bounds else None
+        floor = read_mesh_record(self.ws).floor  # None: no floor found
+        return floor.bounds_xy if floor is not None else None
 
     def plan(self) -> TopDownPlan:
         from twinscan.camera import world_from_cam_matrix
@@ -90,14 +91,14 @@ class Capture:
         images = sorted((image for image in self.model.images.values() if image.has_pose), key=lambda im: im.name)
         world_from_cams = np.array([world_from_cam_matrix(image) for image in images]).reshape(-1, 4, 4)
         points = list(self.model.points3D.values())
-        kept = sorted(Path(e["file"]).name for e in self.frames()) if self.ws.path(FRAMES_JSON).exists() else []
+        kept = sorted(entry.name for entry in self.frames()) if self.ws.path(FRAMES_JSON).exists() else []
         order = [kept.index(image.name) for image in images if image.name in kept]  # all, or none if imported
         return TopDownPlan(
             camera_centres=world_from_cams[:, :3, 3], camera_forward=world_from_cams[:, :3, 2],
             points=np.array([p.xyz for p in points]).reshape(-1, 3),
             point_colours=np.array([p.color for p in points], dtype=np.uint8).reshape(-1, 3),
             floor_xy=self.floor_xy(), markers=self.markers(),
-            metric=self.states["sfm"].figures.get("scale") == "metric",
+            metric=read_sfm_record(self.ws).world.metric,
             gaps=frozenset(i for i in range(1, len(order)) if order[i] - order[i - 1] > 1))
 
     def heldout_pngs(self) -> list[Path]:

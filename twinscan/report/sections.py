@@ -11,6 +11,7 @@ import numpy as np
 from twinscan.layout import (COLLISION, COLLISION_CONFIDENCE, FLOOR, FRAMES_JSON, HELDOUT_DIR, PLANES, PROBES_PNG,
                              SFM_DIR, STAGES, TWIN, VISUAL_COLOURS)
 from twinscan.recon.sfm.markers import MIN_VIEWS
+from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.report import figures
 from twinscan.report.capture import Capture
 from twinscan.report.markup import details, esc, fmt, img, notice, size, table
@@ -36,15 +37,14 @@ def frames_strip(capture: Capture) -> str:
     shown = [entries[round(i)] for i in np.linspace(0, len(entries) - 1, min(MAX_THUMBNAILS, len(entries)))]
     tiles = []
     for entry in shown:
-        name = entry["file"].split("/", 1)[-1]
-        unregistered = registered is not None and name not in registered
-        caption = f"{entry.get('time_s', 0):.1f} s" + (" · not posed" if unregistered else "")
+        unregistered = registered is not None and entry.name not in registered
+        caption = f"{entry.time_s or 0.0:.1f} s" + (" · not posed" if unregistered else "")
         tiles.append(f'<figure class="{"unregistered" if unregistered else ""}">'
-                     f'{img(figures.thumbnail(capture.ws.path(entry["file"]), THUMBNAIL_HEIGHT), "image/jpeg", name)}'
+                     f'{img(figures.thumbnail(capture.ws.path(entry.file), THUMBNAIL_HEIGHT), "image/jpeg", entry.name)}'
                      f"<figcaption>{esc(caption)}</figcaption></figure>")
     note = f"{len(entries)} frames kept" + (f", {len(shown)} shown evenly spaced" if len(shown) < len(entries) else "")
     if registered is not None:
-        lost = sum(entry["file"].split("/", 1)[-1] not in registered for entry in entries)
+        lost = sum(entry.name not in registered for entry in entries)
         note += f"; {lost} could not be posed by SfM (red)" if lost else "; every one was posed by SfM"
     return f'<p class="sub">{esc(note)}. Captions: time in the video.</p><div class="strip">{"".join(tiles)}</div>'
 
@@ -68,7 +68,7 @@ def top_down(capture: Capture) -> str:
         legend.append(f'<span><span class="sw" style="background:{MARKER_COLOUR}"></span>marker</span>')
     notes = []
     sfm = capture.states["sfm"]
-    if not plan.markers and sfm.record.get("params", {}).get("marker_size"):
+    if not plan.markers and read_sfm_record(capture.ws).world.marker_size_m is not None:
         seen = sfm.figures.get("marker_frames", 0)
         notes.append(notice("warn", f"No marker could be placed: it was detected in {seen} posed "
                                     f"frame{'s' * (seen != 1)}, and triangulating it needs {MIN_VIEWS}."))

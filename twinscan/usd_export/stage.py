@@ -7,7 +7,6 @@ before training), so no transform happens here: this stage gathers and packages.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,11 @@ import trimesh
 
 from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
+from twinscan.frames.record import read_frames
 from twinscan.gaussians import read_ply
-from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, FRAMES_JSON, MESH_DIR, MESH_SUMMARY, PLANES, SPLATS_PLY,
-                             TWIN, UNDISTORTED_CAMERAS, VISUAL_COLOURS, VISUAL_OBJ)
+from twinscan.layout import (BACKGROUND_PLY, COLLISION, CONVEX_DIR, MESH_DIR, PLANES, SPLATS_PLY, TWIN,
+                             UNDISTORTED_CAMERAS, VISUAL_COLOURS, VISUAL_OBJ)
+from twinscan.meshing.record import FloorRecord, read_mesh_record
 from twinscan.recon.sfm.record import ScaleSource as RecordedScale
 from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.usd_export.content import (CameraTrack, ExportOptions, FloorArea, PhysicsMaterial, ScaleSource,
@@ -114,7 +115,7 @@ def workspace_content(ws: Workspace) -> TwinContent:
     """Gather splats, meshes, cameras and provenance from the workspace."""
     gaussians = read_ply(ws.path(SPLATS_PLY))
     background = read_ply(ws.path(BACKGROUND_PLY)) if ws.path(BACKGROUND_PLY).exists() else None
-    summary = json.loads(ws.path(MESH_SUMMARY).read_text()) if ws.path(MESH_SUMMARY).exists() else {}
+    floor = read_mesh_record(ws).floor if ws.path(MESH_DIR).exists() else None  # no mesh stage: no floor found
     collision = _load_mesh(ws.path(COLLISION))
     planes = _load_mesh(ws.path(PLANES))
     visual, texture = _load_visual(ws)
@@ -122,7 +123,7 @@ def workspace_content(ws: Workspace) -> TwinContent:
     return TwinContent(
         gaussians=gaussians, background=background, collision_mesh=collision, planar_patches=planes,
         convex_parts=convex, visual_mesh=visual,
-        visual_texture=texture, cameras=_camera_track(ws), floor=_floor_area(summary, gaussians.means),
+        visual_texture=texture, cameras=_camera_track(ws), floor=_floor_area(floor, gaussians.means),
         metadata=_metadata(ws))
 
 
@@ -144,12 +145,10 @@ def _load_visual(ws: Workspace) -> tuple[trimesh.Trimesh | None, Path | None]:
     return _load_mesh(ws.path(VISUAL_COLOURS)), None
 
 
-def _floor_area(mesh_summary: dict, means: np.ndarray) -> FloorArea:
+def _floor_area(floor: FloorRecord | None, means: np.ndarray) -> FloorArea:
     """The floor the mesh stage found, else the splats' footprint (1st-99th percentile)."""
-    floor = mesh_summary.get("floor")
-    if floor:
-        (x0, y0), (x1, y1) = floor["bounds_xy"]
-        return FloorArea((x0, y0), (x1, y1))
+    if floor is not None:
+        return FloorArea(*floor.bounds_xy)
     lower, upper = np.percentile(means[:, :2], [1, 99], axis=0)
     return FloorArea(tuple(lower), tuple(upper))
 
@@ -161,7 +160,7 @@ def _camera_track(ws: Workspace) -> CameraTrack | None:
     import pycolmap
 
     model = pycolmap.Reconstruction(str(ws.path(UNDISTORTED_CAMERAS)))
-    times = {Path(r["file"]).name: r.get("time_s") for r in json.loads(ws.path(FRAMES_JSON).read_text())}
+    times = {entry.name: entry.time_s for entry in read_frames(ws)}
     images = sorted(model.images.values(), key=lambda image: (times.get(image.name) or 0.0, image.name))
     if not images:
         return None

@@ -39,7 +39,7 @@ class TwinView:
     cameras: list[CaptureCamera]
     marker: Marker | None
     metric: bool  # False: the capture had no scale source, lengths are in arbitrary units
-    origin: str  # what the twin's x, y and yaw hang on (manifest world.origin)
+    origin: str  # what the twin's x, y and yaw hang on (the sfm record's world.origin)
 
     @property
     def collider_meshes(self) -> list[Triangles]:
@@ -56,14 +56,11 @@ class TwinView:
         return notices
 
 
-def _marker(manifest: dict[str, Any], world: WorldFrame | None) -> Marker | None:
-    sfm = (manifest.get("stages") or {}).get("sfm") or {}
-    params, figures = sfm.get("params") or {}, sfm.get("figures") or {}
-    if world is None or world.marker_id is None or not params.get("marker_size"):
+def _marker(world: WorldFrame | None) -> Marker | None:
+    if world is None or world.marker_id is None or world.marker_size_m is None or world.marker_dict is None:
         return None
-    dictionary = str(params.get("marker_dict", "4x4_50"))
-    return Marker(f"{world.origin} ({dictionary}, {float(params['marker_size']):.2f} m)", world.marker_id, dictionary,
-                  float(params["marker_size"]), float(figures.get("marker_centre_z_m", 0.0)))
+    return Marker(f"{world.origin} ({world.marker_dict}, {world.marker_size_m:.2f} m)", world.marker_id,
+                  world.marker_dict, world.marker_size_m, world.marker_centre_z_m or 0.0)
 
 
 def load_twin(path: Path, max_splats: int = DEFAULT_MAX_SPLATS) -> TwinView:
@@ -84,7 +81,7 @@ def load_twin(path: Path, max_splats: int = DEFAULT_MAX_SPLATS) -> TwinView:
         confidence_coloured=confidence is not None,
         floor=load_triangles(root / FLOOR),
         cameras=load_cameras(root),
-        marker=_marker(manifest, world),
+        marker=_marker(world),
         metric=world is not None and world.metric,
         origin=world.origin if world is not None else "unknown",
     )

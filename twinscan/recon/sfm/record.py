@@ -1,5 +1,5 @@
 """What later stages may read of the sfm stage: OUT/sfm/world.json, written inside the stage's atomic
-output, so it describes the model on disk or is absent with it.
+output, so it describes the model on disk or is absent with it (twinscan/records.py).
 
 The manifest's figures are for people (the report, `twinscan info`); stages read this record.
 """
@@ -7,12 +7,11 @@ The manifest's figures are for people (the report, `twinscan info`); stages read
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from twinscan.errors import TwinscanError
 from twinscan.layout import SFM_RECORD
+from twinscan.records import read_record
 from twinscan.workspace import Workspace
 
 
@@ -33,6 +32,9 @@ class WorldFrame:
     metric: bool  # True when the twin is in metres (a marker or --scale)
     origin: str  # in words, e.g. "marker 0", "camera centroid (yaw arbitrary)", "as imported"
     marker_id: int | None  # the marker the origin and +X are tied to, when one is
+    marker_size_m: float | None  # the printed markers' side (--marker-size), when markers were asked for
+    marker_dict: str | None  # their dictionary (--marker-dict), likewise
+    marker_centre_z_m: float | None  # height of marker `marker_id`'s centre in the twin frame
     floor_found: bool  # a floor plane was found among the sparse points (z = 0 is on it)
     world_from_colmap: dict[str, Any] | None  # the similarity applied to the raw model (world_frame.Similarity)
 
@@ -59,10 +61,4 @@ class SfmRecord:
 
 def read_sfm_record(ws: Workspace) -> SfmRecord:
     """The sfm stage's record; a one-line error when the stage has not written one."""
-    path = ws.path(SFM_RECORD)
-    if not path.is_file():
-        raise TwinscanError(f"{path} is missing", f"run `twinscan sfm {ws.root}` (with --force on an older workspace)")
-    try:
-        return SfmRecord.from_json(json.loads(path.read_text()))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise TwinscanError(f"{path} cannot be read ({error})", f"run `twinscan sfm {ws.root} --force`") from error
+    return read_record(ws, SFM_RECORD, f"twinscan sfm {ws.root}", SfmRecord.from_json)

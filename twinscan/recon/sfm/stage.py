@@ -7,7 +7,6 @@ A run that registers too few frames leaves its partial model in OUT/sfm.incomple
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import numpy as np
 from twinscan.atomic import atomic_dir, require_free_space, write_json
 from twinscan.camera import world_from_cam_matrix
 from twinscan.errors import TwinscanError
+from twinscan.frames.record import read_frames
 from twinscan.layout import (FRAMES_DIR, FRAMES_JSON, SFM_DIR, SFM_PARTIAL, SFM_RECORD, SFM_WORK_PREFIX, TRANSFORMS,
                              UNDISTORTED, inside)
 from twinscan.options import CaptureOptions
@@ -38,23 +38,9 @@ from twinscan.workspace import StageRun, Workspace, fingerprint
 VERSIONS = ("pycolmap", "pycolmap-cuda12", "opencv-python-headless", "numpy")
 
 
-def _frame_entries(ws: Workspace) -> list[dict[str, Any]]:
-    path = ws.path(FRAMES_JSON)
-    if not path.exists():
-        raise TwinscanError(f"{path} does not exist", "run `twinscan frames VIDEO -o OUT` first")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise TwinscanError(f"{path} is not valid JSON ({error.msg})", "run `twinscan frames` again") from error
-
-
-def _image_name(entry: dict[str, Any]) -> str:
-    return Path(entry["file"]).relative_to(FRAMES_DIR).as_posix()
-
-
 def frame_names(ws: Workspace) -> list[str]:
     """Image names (relative to OUT/frames/) listed in OUT/frames.json, checked to exist."""
-    names = [_image_name(entry) for entry in _frame_entries(ws)]
+    names = [entry.name for entry in read_frames(ws)]
     missing = [name for name in names if not ws.path(FRAMES_DIR).joinpath(name).exists()]
     if missing:
         raise TwinscanError(f"{len(missing)} frames listed in frames.json are missing (e.g. {missing[0]})",
@@ -124,7 +110,9 @@ def align_to_world(model, image_dir: Path, cfg: SfmConfig) -> tuple[WorldFrame, 
                     "camera_up_vs_floor_deg": round(float(up_gap), 2),
                     "world_from_colmap": similarity.to_json()})
     world = WorldFrame(scale_source=source, metric=scale is not None, origin=origin,
-                       marker_id=min(markers) if markers else None, floor_found=floor is not None,
+                       marker_id=min(markers) if markers else None, marker_size_m=cfg.marker_size,
+                       marker_dict=cfg.marker_dict if cfg.marker_size is not None else None,
+                       marker_centre_z_m=figures.get("marker_centre_z_m"), floor_found=floor is not None,
                        world_from_colmap=similarity.to_json())
     return world, figures, warnings
 
@@ -199,7 +187,7 @@ def _reconstruct_and_write(ws: Workspace, cfg: SfmConfig, names: list[str], imag
         if model is None:
             raise TwinscanError(f"no reconstruction from {len(names)} frames: too few features matched",
                                 "walk slower, avoid blank walls, add light, or film more texture")
-        off_path = drop_off_path_frames(model, {_image_name(e): e.get("time_s") for e in _frame_entries(ws)})
+        off_path = drop_off_path_frames(model, {entry.name: entry.time_s for entry in read_frames(ws)})
         if off_path:
             run.warnings.append(
                 f"{len(off_path)} frames ({off_path[0]}-{off_path[-1]}) were placed by SfM far off the walk, most "

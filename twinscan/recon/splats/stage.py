@@ -1,5 +1,5 @@
 """The `splats` stage: OUT/sfm/undistorted/ in; OUT/splats/splats.ply (the cell), background.ply (what lies
-outside the captured region) and held-out renders out.
+outside the captured region), the stage's record splats.json (recon/splats/record.py) and held-out renders out.
 
 OUT/splats/ appears complete or not at all. While training, a checkpoint in OUT/.splats-checkpoint.pt
 lets an interrupted run (Ctrl-C, power loss) resume at its last saved step; it is removed on success.
@@ -18,17 +18,19 @@ import cv2
 import numpy as np
 import torch
 
-from twinscan.atomic import atomic_dir
+from twinscan.atomic import atomic_dir, write_json
 from twinscan.errors import TwinscanError
 from twinscan.figures import format_figure
 from twinscan.gaussians import write_ply
 from twinscan.gaussians.crop import captured_region, crop_mask, outside_region
-from twinscan.layout import BACKGROUND_PLY, HELDOUT_DIR, SPLATS_CHECKPOINT, SPLATS_DIR, SPLATS_PLY, UNDISTORTED, inside
+from twinscan.layout import (BACKGROUND_PLY, HELDOUT_DIR, SPLATS_CHECKPOINT, SPLATS_DIR, SPLATS_PLY, SPLATS_RECORD,
+                             UNDISTORTED, inside)
 from twinscan.progress import progress_bar
 from twinscan.recon.sfm.record import read_sfm_record
 from twinscan.recon.splats.backend import Backend, select_backend
 from twinscan.recon.splats.config import SplatsConfig
 from twinscan.recon.splats.params import gaussians_from_params
+from twinscan.recon.splats.record import SplatsRecord
 from twinscan.recon.splats.trainer import TrainResult, evaluate, train_splats
 from twinscan.recon.splats.views import TrainingViews, load_training_views
 from twinscan.options import CaptureOptions
@@ -93,13 +95,16 @@ def crop_to_captured_region(ws: Workspace, views: TrainingViews, cfg: SplatsConf
 
 
 def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult,
-                  background: torch.nn.ParameterDict | None) -> list[str]:
-    """splats.ply, background.ply (when any splat lies outside the captured region) and, per held-out
-    view, a PNG of the render beside its ground truth."""
+                  background: torch.nn.ParameterDict | None, heldout_every: int) -> list[str]:
+    """splats.ply, background.ply (when any splat lies outside the captured region), the stage's record
+    and, per held-out view, a PNG of the render beside its ground truth."""
+    record = SplatsRecord(heldout_every, tuple(views.names[i] for i in views.split(heldout_every)[1]),
+                          result.num_gaussians, 0 if background is None else len(background["means"]))
     with atomic_dir(ws.path(SPLATS_DIR)) as tmp:
         write_ply(tmp / inside(SPLATS_DIR, SPLATS_PLY), gaussians_from_params(result.params))
         if background is not None:
             write_ply(tmp / inside(SPLATS_DIR, BACKGROUND_PLY), gaussians_from_params(background))
+        write_json(tmp / inside(SPLATS_DIR, SPLATS_RECORD), record.to_json())
         heldout = tmp / inside(SPLATS_DIR, HELDOUT_DIR)
         heldout.mkdir()
         for name, rendered in result.evaluation.renders.items():
@@ -108,7 +113,7 @@ def write_outputs(ws: Workspace, views: TrainingViews, result: TrainResult,
             png = heldout / f"{Path(name).stem}.png"
             if not cv2.imwrite(str(png), side_by_side):
                 raise TwinscanError(f"could not write {png}", "check that the output folder is writable and has space")
-    return [SPLATS_PLY, *([BACKGROUND_PLY] if background is not None else []), HELDOUT_DIR]
+    return [SPLATS_PLY, *([BACKGROUND_PLY] if background is not None else []), SPLATS_RECORD, HELDOUT_DIR]
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,7 @@ class SplatsStage:
 
     name: str = "splats"
     versions: tuple[str, ...] = VERSIONS
-    required: tuple[str, ...] = ()
+    required: tuple[str, ...] = (SPLATS_RECORD,)  # absent from workspaces of twinscan before the record
 
     def config(self, options: CaptureOptions) -> SplatsConfig:
         cfg = SplatsConfig.from_preset(resolve_preset(options.quality, options.device), device=options.device)
@@ -158,7 +163,7 @@ def _train_and_write(ws: Workspace, cfg: SplatsConfig, run: StageRun, force: boo
         advance(result.steps - shown, status=f"{result.num_gaussians:,} splats  held-out "
                                              f"{format_figure(round(result.evaluation.psnr, 3), 'psnr')}, "
                                              f"SSIM {format_figure(round(result.evaluation.ssim, 4))}")
-    run.outputs = write_outputs(ws, views, result, cropped.background)
+    run.outputs = write_outputs(ws, views, result, cropped.background, cfg.heldout_every)
     height, width = views.images[0].shape[:2]
     gains = result.exposure.gains()
     run.figures.update({

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from twinscan.camera import cam_from_world_matrix
+from twinscan.camera import cam_from_world_matrix, scaled_K
 from twinscan.errors import TwinscanError
 from twinscan.layout import UNDISTORTED, UNDISTORTED_CAMERAS, UNDISTORTED_IMAGES
 from twinscan.workspace import Workspace
@@ -51,17 +51,13 @@ class TrainingViews:
 
 
 def _resized(image: np.ndarray, K: np.ndarray, max_side: int) -> tuple[np.ndarray, np.ndarray]:
-    """Downscale (area filter) so the longest side is at most `max_side`; K follows (pixel centres
-    at +0.5, as COLMAP and gsplat, so scaling is exact)."""
+    """Downscale (area filter) so the longest side is at most `max_side`; K follows."""
     height, width = image.shape[:2]
     factor = min(1.0, max_side / max(height, width))
     if factor == 1.0:
         return image, K
     size = (max(1, round(width * factor)), max(1, round(height * factor)))
-    scaled_K = K.copy()
-    scaled_K[0] *= size[0] / width
-    scaled_K[1] *= size[1] / height
-    return cv2.resize(image, size, interpolation=cv2.INTER_AREA), scaled_K
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA), scaled_K(K, (width, height), size)
 
 
 def views_from_reconstruction(reconstruction, image_dir: Path, max_side: int) -> TrainingViews:
