@@ -328,11 +328,15 @@ def test_a_recorded_confidence_colours_the_colliders_and_recorded_rests_place_th
     assert view.confidence_coloured and [part.mesh.count for part in view.collider_parts] == [6, 6]
     assert view.collider_parts[0].rgb[0] > view.collider_parts[0].rgb[1]  # unsure: red
     (root / "check").mkdir()
-    (root / "check" / "probes.json").write_text(json.dumps({"probes": [
+    (root / "check" / "probes.json").write_text(json.dumps({"probe_size_m": 0.2, "physics_run": True, "probes": [
         {"name": "probe_000", "rest_position": [0.2, 0.3, 0.6], "outcome": "rested"},
         {"name": "probe_001", "rest_position": [0.0, 0.0, -0.4], "outcome": "fell_through"}]}))
     probes = load_probes(root, view.manifest, view.collider_meshes)
     assert probes.recorded and [p.centre for p in probes.probes] == [(0.2, 0.3, 0.6), (0.0, 0.0, -0.4)]
+    (root / "check" / "probes.json").write_text(json.dumps({"probes": []}))  # a check from before the record
+    with pytest.raises(TwinscanError, match="probes.json cannot be read") as older:
+        load_probes(root, view.manifest, view.collider_meshes)
+    assert "twinscan check" in older.value.fix
     (root / "check" / "probes.json").unlink()
     planned = load_probes(root, view.manifest, view.collider_meshes)  # planned on the box's top
     assert not planned.recorded and planned.probes and all(abs(p.centre[2] - 0.6) < 1e-6 for p in planned.probes)

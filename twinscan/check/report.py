@@ -107,7 +107,8 @@ class CheckReport:
     def to_dict(self) -> dict:
         return {"verdict": self.verdict, "verdict_line": self.verdict_line, "errors": self.errors,
                 "units": asdict(self.units), "counts": self.counts,
-                "probes": [asdict(probe) for probe in self.probes], "physics_run": self.physics_run,
+                "probes": [asdict(probe) for probe in self.probes], "probe_size_m": self.probe_size_m,
+                "physics_run": self.physics_run,
                 "physics_note": self.physics_note, "seconds": self.seconds, "warnings": self.warnings,
                 "asset_validation": self.asset_validation.to_dict() if self.asset_validation is not None else None,
                 "asset_validator_note": self.asset_validator_note}

@@ -2,21 +2,24 @@
 where it drops them and the height they must rest at (planned from the colliders as the check plans
 them), with the check's recorded counts.
 
-The check stage writes `check/probes.json` (`CheckReport.to_dict()`: its `probes` list with each
-`rest_position`); workspaces checked before it did have only the counts in manifest.json.
+The check stage writes `check/probes.json`, read as its typed record (`check/record.py`); a workspace
+not checked yet has none, and the probes are then planned from the colliders. The manifest's check
+figures and params are read for the panel's line and that plan only.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from twinscan.check.record import read_probes_record
 from twinscan.layout import PROBES_JSON
 from twinscan.view.meshes import Triangles
+from twinscan.workspace import Workspace
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -47,14 +50,6 @@ def recorded_summary(manifest: dict[str, Any]) -> str:
             f"{100 * float(figures.get('worst_rest_error_m', 0.0)):.1f} cm")
 
 
-def load_recorded(path: Path, size_m: float) -> list[Probe] | None:
-    if not path.is_file():
-        return None
-    content = json.loads(path.read_text())
-    return [Probe(str(p["name"]), tuple(float(v) for v in p["rest_position"]), str(p.get("outcome", "rested")))
-            for p in content.get("probes", [])]
-
-
 def plan_probes(colliders: list[Triangles], size_m: float, params: dict[str, Any]) -> list[Probe]:
     """The sites `twinscan check` drops probes on (same planner, same settings), each resting on its surface."""
     import trimesh
@@ -81,9 +76,10 @@ def load_probes(root: Path, manifest: dict[str, Any], colliders: list[Triangles]
     params = record.get("params") or {}
     size = float(params.get("probe_size_m", 0.2))
     summary = recorded_summary(manifest)
-    recorded = load_recorded(root / PROBES_JSON, size)
-    if recorded is not None:
-        return Probes(recorded, size, True, summary + " (shown where they came to rest)")
+    if (root / PROBES_JSON).is_file():
+        record = read_probes_record(Workspace(root))
+        return Probes([Probe(p.name, p.rest_position, p.outcome) for p in record.probes], record.probe_size_m, True,
+                      summary + " (shown where they came to rest)")
     planned = plan_probes(colliders, size, params)
     if not planned:
         return Probes([], size, False, summary)
