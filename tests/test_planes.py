@@ -102,6 +102,8 @@ def test_a_textureless_wall_seen_by_many_views_is_closed_by_the_collider(built) 
     assert covered >= 0.90, covered
     assert (metrics.surface_distance(colliders(without), wall) <= 0.03).mean() < 0.5, "the fragments alone close it"
     assert with_planes.figures["planar_patches"] >= 1 and with_planes.figures["planar_area_m2"] > 3.0
+    patches = with_planes.planes.vertices
+    assert len(np.unique(patches, axis=0)) == len(patches), "co-located points (NVIDIA's WeldChecker warns)"
 
 
 def near_panel_p95(truth: trimesh.Trimesh, surface: trimesh.Trimesh) -> float:
