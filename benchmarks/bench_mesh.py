@@ -10,9 +10,10 @@ Two sources of views:
 Meshed by:
   - twinscan: TSDF fusion + cleanup + floor + decimation + texture (`build_meshes`, preset config);
     with `--capture`, also with each `--variant FIELD=VALUE` of the config in the same run (default:
-    view-consistent TSDF, a pixel fused only where 2 other views saw the same surface,
-    `MeshConfig.min_agreeing_views=2`); their colliders (collision mesh + floor slab) are also scored
-    floor and structure apart (accuracy, completeness and F-score at 2 and 5 cm, truth seen by >= 2);
+    `planes.enabled=false`, the plain median-depth TSDF colliders without planar completion; e.g.
+    `min_agreeing_views=2` for view-consistent fusion); their colliders (collision mesh, planar patches
+    and floor slab) are also scored floor and structure apart (accuracy, completeness and F-score at 2
+    and 5 cm, truth seen by >= 2);
   - Poisson: the point cloud (back-projected views, or SfM points), normals estimated and turned
     towards a camera that saw the point, screened Poisson (open3d), low-density vertices (lowest 2 %)
     trimmed, as usually done.
@@ -20,7 +21,7 @@ Prints time, accuracy (mesh to truth), completeness (truth seen by >= 1 / >= 2 v
 floor flatness and floating components of each.
 
     python benchmarks/bench_mesh.py [--views 30] [--width 480] [--quality preview]
-    python benchmarks/bench_mesh.py --capture OUT [--quality preview] [--variant min_agreeing_views=3]
+    python benchmarks/bench_mesh.py --capture OUT [--quality preview] [--variant planes.enabled=false]
 """
 
 from __future__ import annotations
@@ -123,11 +124,15 @@ def twinscan_and_poisson(views: DepthViews, cfg: MeshConfig, truth: trimesh.Trim
     return rows, result
 
 
-def config_field(cfg: MeshConfig, variant: str) -> tuple[str, object]:
-    """('field', value) from 'field=value', the value typed as the config's field is."""
+def with_variant(cfg: MeshConfig, variant: str) -> MeshConfig:
+    """`cfg` with 'field=value' applied, the value typed as the field is; 'planes.enabled=false' reaches
+    into a nested config."""
     key, _, text = variant.partition("=")
+    head, _, rest = key.partition(".")
+    if rest:
+        return replace(cfg, **{head: with_variant(getattr(cfg, head), f"{rest}={text}")})
     kind = type(getattr(cfg, key))
-    return key, text.lower() in ("1", "true", "yes") if kind is bool else kind(text)
+    return replace(cfg, **{key: text.lower() in ("1", "true", "yes") if kind is bool else kind(text)})
 
 
 def capture_rows(ws: Path, sample: Path, cfg: MeshConfig, variants: list[str]) -> tuple[dict, dict]:
@@ -141,7 +146,7 @@ def capture_rows(ws: Path, sample: Path, cfg: MeshConfig, variants: list[str]) -
                                         sfm_points=points)
     results = {"preset config (today)": result}
     for variant in variants:
-        changed = replace(cfg, **dict([config_field(cfg, variant)]))
+        changed = with_variant(cfg, variant)
         results[variant], seconds = timed(lambda: build_meshes(views, changed, sfm_points=points))
         rows[f"twinscan visual, {variant}"] = {
             "seconds": seconds, **scores(results[variant].visual, twin.scene, twin.seen, twin.seen_twice)}
@@ -153,11 +158,13 @@ def capture_rows(ws: Path, sample: Path, cfg: MeshConfig, variants: list[str]) -
 
 
 def print_collider_regions(results: dict[str, MeshResult], twin) -> None:
-    """Each variant's colliders (collision mesh + slab), floor and structure apart."""
+    """Each variant's colliders (collision mesh, planar patches, slab: what twin.usda holds), floor and
+    structure apart."""
     print("\n| colliders | region | accuracy median cm | p95 cm | completeness @2 / @5 cm % | F @2 / @5 cm |")
     print("|---|---|---|---|---|---|")
     for name, result in results.items():
-        colliders = trimesh.util.concatenate([m for m in (result.collision, result.floor_slab) if m is not None])
+        colliders = trimesh.util.concatenate([m for m in (result.collision, result.planes, result.floor_slab)
+                                              if m is not None])
         for region, score in metrics.region_scores(colliders, twin.scene, twin.seen_twice).items():
             print(f"| {name} | {region} | {score.median * 100:.2f} | {score.p95 * 100:.2f} | "
                   f"{score.completeness[0.02] * 100:.1f} / {score.completeness[0.05] * 100:.1f} | "
@@ -186,12 +193,12 @@ def main() -> None:
     parser.add_argument("--capture", type=Path, help="a finished capture of the bundled sample")
     parser.add_argument("--sample", type=Path, default=SAMPLE)
     parser.add_argument("--variant", action="append", default=None, metavar="FIELD=VALUE",
-                        help="with --capture: also mesh with this MeshConfig field changed (repeatable; "
-                             "default: min_agreeing_views=2, view-consistent fusion)")
+                        help="with --capture: also mesh with this MeshConfig field changed (repeatable, "
+                             "nested fields dotted; default: planes.enabled=false, the plain TSDF colliders)")
     args = parser.parse_args()
     cfg = MeshConfig.from_preset(get_preset(args.quality))
     if args.capture:
-        rows, figures = capture_rows(args.capture, args.sample, cfg, args.variant or ["min_agreeing_views=2"])
+        rows, figures = capture_rows(args.capture, args.sample, cfg, args.variant or ["planes.enabled=false"])
     else:
         rows, figures = synthetic_rows(args.views, args.width, cfg)
 
