@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from gsplat.utils import normalized_quat_to_rotmat
 from torch import Tensor
 
 MIN_ALPHA = 0.5  # pixels rendered less opaque than this carry no reliable depth
@@ -21,12 +22,7 @@ MIN_ALPHA = 0.5  # pixels rendered less opaque than this carry no reliable depth
 
 def splat_normals(quats: Tensor, log_scales: Tensor) -> Tensor:
     """[N, 3] world-frame unit normal of each Gaussian: the rotation's axis along its smallest scale."""
-    w, x, y, z = F.normalize(quats, dim=-1).unbind(-1)
-    rotation = torch.stack([
-        torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        torch.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        torch.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)  # [N, 3, 3], columns: the Gaussian's axes
+    rotation = normalized_quat_to_rotmat(F.normalize(quats, dim=-1))  # [N, 3, 3], columns: the Gaussian's axes
     smallest = log_scales.argmin(dim=-1)
     return torch.gather(rotation, 2, smallest[:, None, None].expand(-1, 3, 1))[..., 0]
 
