@@ -49,6 +49,13 @@ class SplatsConfig:
     flat_weight: float = 0.0
     geometry_from: float = 0.3
     geometry_every: int = 3
+    # sparse depth loss (gsplat simple_trainer's depth_loss): each training view's rendered expected depth
+    # pinned to the SfM points it observed, in disparity (L1 of 1 / depth, times the scene extent). Colour
+    # alone places a wall seen only from across the cell wherever its colour is explained; its SfM points
+    # say where it is. gsplat's depth_lambda is 0.01; on the hard cell at preview 0, 0.01, 0.1 and 1 gave
+    # collider F @5 cm 0.660, 0.675, 0.685, 0.688 and held-out PSNR +0, -0.10, +0.21, -0.49 dB
+    # (docs/benchmarks.md, "Sparse depth")
+    depth_weight: float = 0.1
     heldout_every: int = 8  # every 8th registered image (by name) is held out for metrics
     eval_every: int = 500  # held-out PSNR this often (and at the end)
     checkpoint_every: int = 500
@@ -71,6 +78,9 @@ class SplatsConfig:
             raise TwinscanError(f"geometric priors {self.normal_weight}, {self.flat_weight} from {self.geometry_from} "
                                 f"every {self.geometry_every} steps are invalid",
                                 "use weights >= 0, a start between 0 and 1 and a period of 1 or more steps")
+        if self.depth_weight < 0:
+            raise TwinscanError(f"depth_weight must be >= 0 (got {self.depth_weight})",
+                                "use 0.01 (gsplat's depth_lambda), or 0 to train on colour alone")
         if self.heldout_every < 2:
             raise TwinscanError(f"heldout_every must be >= 2 (got {self.heldout_every})",
                                 "hold out every 8th image (the default)")

@@ -6,6 +6,9 @@ PGSR do, each Gaussian is pushed flat (its smallest scale down) and its normal (
 towards the normal of the depth the splats render around it: on any surface the two agree only when
 the splats lie in it. Both terms are differentiable on either rasterizer (the normals render as three
 colour channels, the depth as gsplat's expected depth, "RGB+ED").
+
+The SfM points a view observed are the one depth a capture measures; `sparse_depth_loss` pins the
+splats' rendered depth to them (gsplat simple_trainer's depth loss).
 """
 
 from __future__ import annotations
@@ -66,3 +69,15 @@ def flatness(log_scales: Tensor) -> Tensor:
     """Mean ratio of each Gaussian's smallest scale to its largest: 0 for discs (surfels)."""
     scales = torch.exp(log_scales)
     return (scales.min(dim=-1).values / scales.max(dim=-1).values).mean()
+
+
+def sparse_depth_loss(depth: Tensor, observed: Tensor, scene_extent: float) -> Tensor:
+    """gsplat simple_trainer's depth loss: L1 between the disparities (1 / depth) of the rendered expected
+    depth [H, W] at the observed points' pixels and of the points [P, 3] (u, v, depth), times the scene
+    extent (so the weight does not depend on the capture's size). Bilinear at the points' sub-pixel
+    positions; pixels that render no depth count as disparity 0."""
+    height, width = depth.shape
+    grid = torch.stack([2 * observed[:, 0] / width - 1, 2 * observed[:, 1] / height - 1], -1)  # centres at +0.5
+    sampled = F.grid_sample(depth[None, None], grid[None, :, None], align_corners=False)[0, 0, :, 0]
+    disparity = torch.where(sampled > 0, 1 / sampled.clamp(min=1e-6), torch.zeros_like(sampled))
+    return F.l1_loss(disparity, 1 / observed[:, 2]) * scene_extent

@@ -23,7 +23,7 @@ from twinscan.atomic import atomic_path
 from twinscan.recon.splats.adjust import ExposureCompensation, PoseRefinement
 from twinscan.recon.splats.backend import Backend, cpu_training_threads, select_backend
 from twinscan.recon.splats.config import SplatsConfig
-from twinscan.recon.splats.geometry import flatness, normal_consistency
+from twinscan.recon.splats.geometry import flatness, normal_consistency, sparse_depth_loss
 from twinscan.recon.splats.metrics import photometric_loss, psnr, ssim
 from twinscan.recon.splats.params import init_params
 from twinscan.recon.splats.views import TrainingViews
@@ -59,11 +59,13 @@ class TrainResult:
 
 
 def render(params: torch.nn.ParameterDict, cam_from_world: Tensor, Ks: Tensor, width: int, height: int,
-           sh_degree: int, rasterize: Callable) -> tuple[Tensor, dict[str, Any]]:
-    """Colours [C, H, W, 3] of the splats seen by C cameras, and the rasterizer's meta."""
+           sh_degree: int, rasterize: Callable, render_mode: str = "RGB") -> tuple[Tensor, dict[str, Any]]:
+    """Colours [C, H, W, 3] of the splats seen by C cameras (with "RGB+ED", the expected depth as a
+    fourth channel), and the rasterizer's meta."""
     colors, _, meta = rasterize(
         params["means"], params["quats"], torch.exp(params["scales"]), torch.sigmoid(params["opacities"]),
-        torch.cat([params["sh0"], params["shN"]], 1), cam_from_world, Ks, width, height, sh_degree=sh_degree)
+        torch.cat([params["sh0"], params["shN"]], 1), cam_from_world, Ks, width, height, sh_degree=sh_degree,
+        render_mode=render_mode)
     return colors, meta
 
 
@@ -182,11 +184,16 @@ class _Run:
         cam_from_world = self.views.cam_from_world[view:view + 1].to(self.device)
         if self.poses is not None:
             cam_from_world = self.poses(cam_from_world, slots)
-        colors, info = render(self.params, cam_from_world, self.views.Ks[view:view + 1].to(self.device),
-                              target.shape[2], target.shape[1], self.cfg.sh_degree_at(step), self.backend.rasterize)
-        colors = self.exposure(colors, slots)
+        observed = self.views.observed_depths[view].to(self.device)
+        pinned = cfg.depth_weight > 0 and len(observed) > 0  # the depth rides along as a fourth channel
+        rendered, info = render(self.params, cam_from_world, self.views.Ks[view:view + 1].to(self.device),
+                                target.shape[2], target.shape[1], self.cfg.sh_degree_at(step), self.backend.rasterize,
+                                render_mode="RGB+ED" if pinned else "RGB")
+        colors = self.exposure(rendered[..., :3], slots)
         self.strategy.step_pre_backward(self.params, self.optimizers, self.strategy_state, step, info)
         loss = photometric_loss(colors, target, cfg.ssim_lambda)
+        if pinned:
+            loss = loss + cfg.depth_weight * sparse_depth_loss(rendered[0, ..., 3], observed, self.scene_extent)
         flatten, normals = cfg.geometry_at(step)
         if flatten:
             loss = loss + cfg.flat_weight * flatness(self.params["scales"])

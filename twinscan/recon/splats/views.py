@@ -27,6 +27,9 @@ class TrainingViews:
     cam_from_world: Tensor  # [C, 4, 4] (gsplat's `viewmats`)
     points: np.ndarray  # [M, 3]
     point_colors: np.ndarray  # [M, 3] in [0, 1]
+    # per view [P, 3] (u, v, depth) of the SfM points it observed: pixel coordinates at the image's
+    # resolution (centres at +0.5, as K), depth along the optical axis; what the sparse depth loss pins
+    observed_depths: list[Tensor]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -60,9 +63,20 @@ def _resized(image: np.ndarray, K: np.ndarray, max_side: int) -> tuple[np.ndarra
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA), scaled_K(K, (width, height), size)
 
 
+def observed_depths(points: np.ndarray, cam_from_world: np.ndarray, K: np.ndarray, width: int,
+                    height: int) -> Tensor:
+    """[P, 3] (u, v, depth) of `points` (world) in front of the camera and inside its image."""
+    camera = np.asarray(points, np.float64).reshape(-1, 3) @ cam_from_world[:3, :3].T + cam_from_world[:3, 3]
+    camera = camera[camera[:, 2] > 1e-6]
+    pixels = camera @ np.asarray(K, np.float64).T
+    uv = pixels[:, :2] / pixels[:, 2:]
+    inside = (uv[:, 0] >= 0) & (uv[:, 0] < width) & (uv[:, 1] >= 0) & (uv[:, 1] < height)
+    return torch.tensor(np.column_stack([uv[inside], camera[inside, 2]]), dtype=torch.float32)
+
+
 def views_from_reconstruction(reconstruction, image_dir: Path, max_side: int) -> TrainingViews:
     """The registered images of an undistorted (pinhole) pycolmap model, downscaled to `max_side`."""
-    names, images, Ks, cam_from_world = [], [], [], []
+    names, images, Ks, cam_from_world, depths = [], [], [], [], []
     for image in sorted(reconstruction.images.values(), key=lambda im: im.name):
         if not image.has_pose:
             continue
@@ -78,6 +92,8 @@ def views_from_reconstruction(reconstruction, image_dir: Path, max_side: int) ->
         images.append(torch.from_numpy(rgb).float() / 255.0)
         Ks.append(K)
         cam_from_world.append(cam_from_world_matrix(image))
+        seen = [reconstruction.points3D[p.point3D_id].xyz for p in image.points2D if p.has_point3D()]
+        depths.append(observed_depths(np.array(seen).reshape(-1, 3), cam_from_world[-1], K, rgb.shape[1], rgb.shape[0]))
     if not names:
         raise TwinscanError("the SfM model has no registered images", "run the sfm stage again")
     ids = list(reconstruction.points3D)
@@ -87,7 +103,7 @@ def views_from_reconstruction(reconstruction, image_dir: Path, max_side: int) ->
         raise TwinscanError(f"the SfM model has only {len(points)} 3D points to start the splats from",
                             "film more texture, or run the sfm stage with more frames")
     return TrainingViews(names, images, torch.tensor(np.array(Ks), dtype=torch.float32),
-                         torch.tensor(np.array(cam_from_world), dtype=torch.float32), points, colors)
+                         torch.tensor(np.array(cam_from_world), dtype=torch.float32), points, colors, depths)
 
 
 def load_training_views(ws: Workspace, max_side: int) -> TrainingViews:
