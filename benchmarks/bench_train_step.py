@@ -57,9 +57,9 @@ def steps_per_second(num_gaussians: int, width: int, height: int, steps: int, sh
     # no densification in the timed window: the splat count stays what the table says
     priors = {} if geometry_every is None else dict(normal_weight=TRIED_NORMAL_WEIGHT, flat_weight=TRIED_FLAT_WEIGHT,
                                                     geometry_from=0.0, geometry_every=geometry_every)
-    priors["depth_weight"] = SplatsConfig.depth_weight if depth else 0.0
     cfg = SplatsConfig(steps=10 * steps, max_side=max(width, height), device="cpu", sh_degree=sh_degree,
-                       sh_degree_interval=1, refine_start=10**9, refine_stop=10**9, **priors)
+                       sh_degree_interval=1, refine_start=10**9, refine_stop=10**9,
+                       depth_weight=SplatsConfig.depth_weight if depth else 0.0, **priors)
     backend = select_backend("cpu")
     run = _Run(views, cfg, backend)
     with cpu_training_threads(backend.device):  # as train_splats runs it

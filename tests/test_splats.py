@@ -42,6 +42,10 @@ def _cam_from_world(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
     return matrix
 
 
+def _f32(x: np.ndarray) -> torch.Tensor:
+    return torch.tensor(x, dtype=torch.float32)
+
+
 def _known_scene(seed: int = 0) -> tuple[TrainingViews, np.ndarray, torch.Tensor]:
     """250 opaque-ish Gaussians in a 2 x 2 x 1 m box, seen from a ring of cameras 3 m away; the
     'SfM points' are the true centres with 5 cm noise and the colours with 0.1 noise. Training views
@@ -61,11 +65,8 @@ def _known_scene(seed: int = 0) -> tuple[TrainingViews, np.ndarray, torch.Tensor
     Ks = K[None].repeat(NUM_VIEWS, 1, 1)
     viewmats = torch.tensor(cam_from_world, dtype=torch.float32)
 
-    def t(x: np.ndarray) -> torch.Tensor:
-        return torch.tensor(x, dtype=torch.float32)
-
     with torch.no_grad():
-        rendered, _, _ = rasterize(t(means), t(quats), t(scales), t(opacities), t(colors), viewmats, Ks,
+        rendered, _, _ = rasterize(_f32(means), _f32(quats), _f32(scales), _f32(opacities), _f32(colors), viewmats, Ks,
                                    WIDTH, HEIGHT, backend="reference", render_mode="RGB+ED")
     images, true_depth = rendered[..., :3], rendered[..., 3]
     gains = rng.uniform(0.85, 1.15, NUM_VIEWS)
@@ -319,14 +320,11 @@ def _blank_wall(seed: int = 0) -> tuple[TrainingViews, torch.Tensor]:
     angles = np.linspace(0, 2 * math.pi, NUM_VIEWS, endpoint=False)
     cam_from_world[:, 0, 3], cam_from_world[:, 1, 3] = -np.cos(angles), -0.4 * np.sin(angles)
     K = torch.tensor([[FOCAL, 0, WIDTH / 2], [0, FOCAL, HEIGHT / 2], [0, 0, 1]])
-    viewmats = torch.tensor(cam_from_world, dtype=torch.float32)
-
-    def t(x: np.ndarray) -> torch.Tensor:
-        return torch.tensor(x, dtype=torch.float32)
+    viewmats = _f32(cam_from_world)
 
     with torch.no_grad():
-        rendered, _, _ = rasterize(t(means), t(quats), t(scales), t(np.full(n, 0.95)), t(colors), viewmats,
-                                   K[None].repeat(NUM_VIEWS, 1, 1), WIDTH, HEIGHT, backend="reference",
+        rendered, _, _ = rasterize(_f32(means), _f32(quats), _f32(scales), _f32(np.full(n, 0.95)), _f32(colors),
+                                   viewmats, K[None].repeat(NUM_VIEWS, 1, 1), WIDTH, HEIGHT, backend="reference",
                                    render_mode="RGB+ED")
     on_wall = means[::3]
     start = on_wall + np.column_stack([np.zeros((len(on_wall), 2)), rng.normal(scale=0.3, size=len(on_wall))])

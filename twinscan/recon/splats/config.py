@@ -80,7 +80,7 @@ class SplatsConfig:
                                 "use weights >= 0, a start between 0 and 1 and a period of 1 or more steps")
         if self.depth_weight < 0:
             raise TwinscanError(f"depth_weight must be >= 0 (got {self.depth_weight})",
-                                "use 0.01 (gsplat's depth_lambda), or 0 to train on colour alone")
+                                "use 0.1 (the default), or 0 to train on colour alone")
         if self.heldout_every < 2:
             raise TwinscanError(f"heldout_every must be >= 2 (got {self.heldout_every})",
                                 "hold out every 8th image (the default)")
