@@ -143,3 +143,85 @@ def test_patches_are_written_and_become_a_collider_marked_as_inferred(built, tmp
     assert stage.GetPrimAtPath("/Collision/Mesh").GetCustomDataByKey(PLANAR_COMPLETION) is None
     expected = with_planes.collision.area + with_planes.planes.area
     assert collider_surface(stage).area == pytest.approx(expected, rel=0.02)
+
+
+FAR_WALL_Y = 5.0  # a 5 x 2 m wall facing -y across the cell, 6 m from the walk, behind two machines
+BLOB_RADIUS = 0.35  # metres: where one view's render of the far wall carries depth at all
+BLOBS_PER_VIEW = 6
+FAR_DEPTH_NOISE = 0.10  # metres, one sigma: a far wall's splats scatter about it
+
+
+def far_scene() -> trimesh.Trimesh:
+    parts = [box((10, 10, 0.1), (0, 2.5, -0.05)), box((5.0, 0.1, 2.0), (0, FAR_WALL_Y + 0.05, 1.0)),
+             box((1.0, 0.6, 1.3), (-1.2, 3.8, 0.65)), box((0.8, 0.8, 1.2), (1.0, 3.4, 0.6))]
+    return trimesh.util.concatenate(parts)
+
+
+def far_walk(count: int) -> np.ndarray:
+    """A walk along the near side of the cell, looking across it at the far wall."""
+    xs = np.linspace(-2.0, 2.0, count)
+    return np.array([look_at((x, -1.0 + 0.2 * np.sin(2 * x), 1.5), (0.5 * x, FAR_WALL_Y, 0.9)) for x in xs])
+
+
+def far_wall_renders(views: DepthViews, seed: int = 0) -> DepthViews:
+    """What splat renders of a wall seen only from across the cell give the mesher: depth scattered
+    about the wall (FAR_DEPTH_NOISE), and in each view only in a few blobs, where the splats happened
+    to settle on it; elsewhere the view renders floaters in front of it (a sheet 0.4 to 1.2 m nearer,
+    at another depth in each view)."""
+    rng = np.random.default_rng(seed)
+    depth, alpha = views.depth.copy(), views.alpha.copy()
+    h, w = views.size
+    v, u = np.mgrid[0:h, 0:w]
+    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3)
+    for i in range(len(views)):
+        z = depth[i].reshape(-1)
+        finite = np.isfinite(z)
+        world = (pixels @ np.linalg.inv(views.K[i]).T * np.where(finite, z, 0.0)[:, None]) \
+            @ views.world_from_cam[i, :3, :3].T + views.world_from_cam[i, :3, 3]
+        on_wall = finite & (np.abs(world[:, 1] - FAR_WALL_Y) < 1e-3)
+        blobs = np.column_stack([rng.uniform(-2.5, 2.5, BLOBS_PER_VIEW), rng.uniform(0.0, 2.0, BLOBS_PER_VIEW)])
+        in_blob = np.linalg.norm(world[:, None, [0, 2]] - blobs[None], axis=-1).min(axis=1) <= BLOB_RADIUS
+        z = np.where(on_wall, z + rng.normal(0.0, FAR_DEPTH_NOISE, z.shape), z)
+        z = np.where(on_wall & ~in_blob, z - rng.uniform(0.4, 1.2), z)
+        depth[i] = z.reshape(h, w)
+    return DepthViews(depth=depth, colour=views.colour, alpha=alpha, K=views.K, world_from_cam=views.world_from_cam)
+
+
+@pytest.fixture(scope="module")
+def far():
+    views = render_mesh_views(far_scene(), K, far_walk(24), WIDTH, HEIGHT)
+    hard = far_wall_renders(views)
+    result = build_meshes(hard, MeshConfig(resolution=320, collision_faces=4000, visual_faces=6000, texture_size=0))
+    return far_scene(), views, result
+
+
+def test_a_wall_seen_only_from_across_the_cell_is_closed_in_place(far) -> None:
+    truth, views, result = far
+    wall = face_points(views, FAR_WALL_Y, (-2.49, 2.5), (0.03, 1.99))
+    assert len(wall) > 5000
+    assert (metrics.surface_distance(colliders(result), wall) <= 0.05).mean() >= 0.85
+    assert (metrics.surface_distance(result.collision, wall) <= 0.05).mean() < 0.5, "fusion alone closes it"
+    # the patch facing the walk behind the machines (the floaters' sheets fuse level patches of their own)
+    facing = (result.planes.face_normals[:, 1] < -0.9) & (result.planes.triangles_center[:, 1] > 4.5)
+    wall_patch = result.planes.submesh([np.flatnonzero(facing)], append=True)
+    assert wall_patch.area > 8.0
+    samples = metrics.sample_surface(wall_patch, 20_000)
+    assert np.percentile(metrics.surface_distance(truth, samples), 95) <= 0.05
+
+
+def test_a_plane_bounds_the_capture_only_with_every_camera_in_front_and_nothing_captured_behind() -> None:
+    from twinscan.meshing.planes import _Frame, _nothing_behind
+
+    wall = _Frame(origin=np.array([-2.0, 5.0, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+                  normal=np.array([0.0, -1.0, 0.0]))
+    cells = np.ones((80, 40), bool)  # 4 x 2 m at 5 cm
+    in_front = np.array([[0.0, -1.0, 1.5], [1.0, 0.0, 1.5]])
+    clutter = np.array([[0.0, 4.0, 0.5], [1.0, 4.9, 1.0]])  # before the wall, or within BEHIND_DEPTH of it
+    assert _nothing_behind(clutter, in_front, cells, wall, 0.05)
+    assert not _nothing_behind(clutter, np.vstack([in_front, [0.0, 6.0, 1.5]]), cells, wall, 0.05)
+    rng = np.random.default_rng(0)
+    strays = np.column_stack([rng.uniform(-1.9, 1.9, 20), rng.uniform(5.5, 8.0, 20), rng.uniform(0.1, 1.9, 20)])
+    assert _nothing_behind(np.vstack([clutter, strays]), in_front, cells, wall, 0.05), "a few strays bound it"
+    x, z = np.meshgrid(np.arange(0.0, 1.0, 0.05), np.arange(0.5, 1.5, 0.05))  # a cabinet beyond: one per cell
+    cabinet = np.column_stack([x.ravel(), np.full(x.size, 6.0), z.ravel()])
+    assert not _nothing_behind(np.vstack([clutter, cabinet]), in_front, cells, wall, 0.05)

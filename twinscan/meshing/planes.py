@@ -8,8 +8,10 @@ orientation and offset, and upright ones also by position alone, as far walls fu
 normals), placed by the renders or the SfM points, bounded by what the views saw on them (the hull of
 the support's fragments, down to the floor), carved back where views looked through them, kept only
 where the views in front render them, and added as flat collider patches where the collider does not
-already hold them. Collider faces that the views only ever rendered through an accepted patch (a
-reflection's ghost) are removed. Only upright and level planes: a plant's large planes are walls,
+already hold them. A wall bounding the cell (every camera in front of it, nothing captured behind it)
+that the collider lacks is judged by the views that are not blocked by what stands before it, and takes
+all of its scattered, fragmentary support as one surface. Collider faces that the views only ever
+rendered through an accepted patch (a reflection's ghost) are removed. Only upright and level planes: a plant's large planes are walls,
 fronts and tops, and the twin frame is level (the floor is z = 0).
 """
 
@@ -54,6 +56,8 @@ DEPTH_SHARE = 0.02  # renders count as showing a point within this share of its 
 NORMAL_NEIGHBOURS = 16  # samples (one per voxel) a point's normal is fitted to
 RENDER_STRIDE = 4  # every this-th pixel of the renders, each way, refits the planes
 MIN_CELLS_SEEN = 4  # a view supports a patch when it renders at least this many of its cells
+BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand beyond it ...
+BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of its cells bounds nothing
 
 
 @dataclass(frozen=True)
@@ -91,33 +95,43 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     candidates = _find_planes(points, normals, distance, min_support, cfg)
     cameras = views.world_from_cam[:, :3, 3]
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
+    everything = np.concatenate([points, sfm])
     parts, planes = [], []
     ghosts = np.zeros(len(collider.faces), bool)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
     for normal, centre, support in candidates:
+        if support < min_support:  # a position vote's band may hold too few points near where it settles
+            continue
         normal, centre = _refit(rendered, normal, centre, distance)
-        cells, frame = _footprint(points, normals, sfm, normal, centre, distance, cfg)
-        if cells is None:
-            continue
-        on, through, behind = _votes(_cell_centres(cells, frame, cfg.cell), normal, views, depth, 2 * distance)
-        seen = on.sum(axis=0)
-        # carved where views looked through (a reflection's depth shows in some views only: kept)
-        looked_through = (through >= 2) & (seen < cfg.carve_seen_share * (seen + through))
-        cells = _carve(cells, looked_through.reshape(cells.shape))
-        cells = _large_parts(cells, cfg.min_area / cfg.cell ** 2)
-        kept = cells.ravel()
-        seen_by = int((on[:, kept].sum(axis=1) >= MIN_CELLS_SEEN).sum())
-        # a surface the renders put behind what most views show in front is a reflection's ghost
-        share = seen[kept].sum() / max(int((seen + through + behind)[kept].sum()), 1)
-        if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
-            continue
         held = trimesh.util.concatenate([collider, *parts]) if parts else collider  # a plane found twice adds once
-        covered = _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered) \
-            if len(held.faces) else 0.0
-        # where the collider holds none of it (a wall seen only from across the cell, behind machines),
-        # less of the views must show it: most of them look at what stands in front
-        if share < (cfg.min_seen_share if covered > cfg.missing_share else cfg.min_seen_share_missing):
-            continue
+        wall = _bounding_wall(everything, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
+            if abs(normal[2]) <= 0.5 else None
+        if wall is not None:
+            cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg)
+            kept = cells.ravel()
+            covered = _covered_share(held, _cell_centres(cells, wall.frame, cfg.cell)[kept], cfg.covered) \
+                if len(held.faces) and kept.any() else 0.0
+            # the collider holds none of it, and nothing stands behind it: what most views show in front
+            # of it (the machines before the wall) says nothing against it; only views that looked past it do
+            if not (cells.any() and seen_by >= cfg.min_views and unblocked >= cfg.min_seen_share
+                    and covered <= cfg.missing_share):
+                wall = None
+            else:
+                normal, centre, frame = wall.frame.normal, wall.centre, wall.frame
+        if wall is None:
+            cells, frame = _footprint(points, normals, sfm, normal, centre, distance, cfg)
+            if cells is None:
+                continue
+            cells, seen_by, share, _ = _judged(cells, frame, views, depth, distance, cfg)
+            kept = cells.ravel()
+            if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
+                continue
+            covered = _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered) \
+                if len(held.faces) else 0.0
+            # where the collider holds none of it (a wall seen only from across the cell, behind machines),
+            # less of the views must show it: most of them look at what stands in front
+            if share < (cfg.min_seen_share if covered > cfg.missing_share else cfg.min_seen_share_missing):
+                continue
         ghosts |= _ghosts(collider, cells, frame, cfg.cell, views, depth, distance)
         if covered >= cfg.max_covered_share:
             continue
@@ -132,6 +146,70 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
                "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
                "ghost_faces_removed": int(ghosts.sum())}
     return PlanarPatches(mesh, ghosts, planes, figures)
+
+
+def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
+            cfg: PlaneConfig) -> tuple[np.ndarray, int, float, float]:
+    """What the views' renders say of a footprint: (its cells carved back where views looked through,
+    the views that render it, the share of the views rendering at it that render it where it lies, and
+    that share among the views not blocked by something nearer)."""
+    on, through, behind = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 2 * distance)
+    seen = on.sum(axis=0)
+    # carved where views looked through (a reflection's depth shows in some views only: kept)
+    looked_through = (through >= 2) & (seen < cfg.carve_seen_share * (seen + through))
+    cells = _large_parts(_carve(cells, looked_through.reshape(cells.shape)), cfg.min_area / cfg.cell ** 2)
+    kept = cells.ravel()
+    seen_by = int((on[:, kept].sum(axis=1) >= MIN_CELLS_SEEN).sum())
+    # a surface the renders put behind what most views show in front is a reflection's ghost ...
+    share = seen[kept].sum() / max(int((seen + through + behind)[kept].sum()), 1)
+    # ... unless nothing stands behind it (a wall bounding the cell)
+    unblocked = seen[kept].sum() / max(int((seen + through)[kept].sum()), 1)
+    return cells, seen_by, float(share), float(unblocked)
+
+
+@dataclass(frozen=True)
+class _Wall:
+    cells: np.ndarray
+    frame: _Frame  # its normal level
+    centre: np.ndarray  # the middle of its support
+
+
+def _bounding_wall(points: np.ndarray, cameras: np.ndarray, normal: np.ndarray, centre: np.ndarray, band: float,
+                   cfg: PlaneConfig) -> _Wall | None:
+    """The upright plane as a wall bounding what was captured, or None when it bounds nothing
+    (`_nothing_behind`). Seen only from across the cell, such a wall renders and fuses as a layer as
+    thick as `band`, its normals scattered, and only in fragments, where the views saw it between the
+    machines: all the points in the band are its support, fitted by a level line in plan (one degree of
+    yaw is 9 cm over a 5 m wall), and its fragments are one surface (one hull, carved later where views
+    looked through an opening)."""
+    level = np.array([normal[0], normal[1], 0.0]) / np.linalg.norm(normal[:2])
+    for reach in (band, band / 2):  # refit to the points nearer the first fit: floaters lean on it less
+        inliers = points[np.abs((points - centre) @ level) <= reach]
+        if len(inliers) < 3:
+            return None
+        centre = inliers.mean(axis=0)
+        along = np.linalg.svd(inliers[:, :2] - centre[:2], full_matrices=False)[2][0]
+        fitted = np.array([-along[1], along[0], 0.0])
+        level = fitted if fitted @ level >= 0 else -fitted
+    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), points, level, centre, band, cfg, one_hull=True)
+    if cells is None or not _nothing_behind(points, cameras, cells, frame, cfg.cell):
+        return None
+    return _Wall(cells, frame, centre)
+
+
+def _nothing_behind(points: np.ndarray, cameras: np.ndarray, cells: np.ndarray, frame: _Frame, cell: float) -> bool:
+    """Whether the plane bounds what was captured there: every camera stands in front of it (whoever
+    filmed walked on its near side), and at most BEHIND_SHARE of its cells have captured points more
+    than BEHIND_DEPTH behind them."""
+    if ((cameras - frame.origin) @ frame.normal <= 0).any():
+        return False
+    far = points[(points - frame.origin) @ frame.normal < -BEHIND_DEPTH]
+    i = np.floor((far - frame.origin) @ frame.u / cell).astype(np.int64)
+    j = np.floor((far - frame.origin) @ frame.v / cell).astype(np.int64)
+    inside = (i >= 0) & (i < cells.shape[0]) & (j >= 0) & (j < cells.shape[1])
+    behind = np.zeros_like(cells)
+    behind[i[inside], j[inside]] = True
+    return (behind & cells).sum() <= BEHIND_SHARE * cells.sum()
 
 
 def _ghosts(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cell: float, views: DepthViews,
@@ -337,9 +415,10 @@ def _axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, normal: np.ndarray, centre: np.ndarray,
-               distance: float, cfg: PlaneConfig) -> tuple[np.ndarray | None, _Frame | None]:
+               distance: float, cfg: PlaneConfig, one_hull: bool = False) -> tuple[np.ndarray | None, _Frame | None]:
     """The cells of the plane its support covers (the fused surface facing its way, and `loose`
-    without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`)."""
+    without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`; all of
+    them in one with `one_hull`)."""
     near = np.abs((points - centre) @ normal) <= distance
     near &= (normals @ normal) >= np.cos(np.radians(cfg.normal_agreement_deg))
     support = np.concatenate([points[near], loose[np.abs((loose - centre) @ normal) <= distance]])
@@ -351,7 +430,7 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
     ij = (np.floor(coords / cfg.cell) - low).astype(np.int64)
     occupied = np.zeros(ij.max(axis=0) + 2, bool)
     occupied[ij[:, 0], ij[:, 1]] = True
-    cells = _hulls(occupied, max(1, int(round(cfg.bridge / cfg.cell / 2))))
+    cells = _hulls(occupied, None if one_hull else max(1, int(round(cfg.bridge / cfg.cell / 2))))
     origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
     if abs(normal[2]) <= 0.5:
         cells, origin = _down_to_floor(cells, origin, v, cfg.cell, cfg.bridge)
@@ -374,11 +453,14 @@ def _down_to_floor(cells: np.ndarray, origin: np.ndarray, v: np.ndarray, cell: f
     return cells & (heights > 0)[None], origin
 
 
-def _hulls(occupied: np.ndarray, reach: int) -> np.ndarray:
-    """The occupied cells grouped where they come within 2 * `reach` cells of each other, each group
-    closed to its convex hull (an alpha shape with a large alpha): what lies between the fragments of
-    one surface is that surface, unless views looked through it (carved later)."""
-    groups, count = ndimage.label(ndimage.binary_dilation(occupied, structure=_disk(reach)), structure=np.ones((3, 3)))
+def _hulls(occupied: np.ndarray, reach: int | None) -> np.ndarray:
+    """The occupied cells grouped where they come within 2 * `reach` cells of each other (all in one
+    group with None), each group closed to its convex hull (an alpha shape with a large alpha): what lies
+    between the fragments of one surface is that surface, unless views looked through it (carved later)."""
+    if reach is None:
+        groups, count = occupied.astype(np.int64), 1
+    else:
+        groups, count = ndimage.label(ndimage.binary_dilation(occupied, structure=_disk(reach)), structure=np.ones((3, 3)))
     cells = occupied.copy()
     i, j = np.mgrid[0:occupied.shape[0], 0:occupied.shape[1]]
     centres = np.column_stack([i.ravel(), j.ravel()]) + 0.5
