@@ -39,6 +39,19 @@ def walk(count: int) -> np.ndarray:
                      for x in xs])
 
 
+def pixel_points(views: DepthViews):
+    """For each view: its depth (flat, a copy), which pixels hit, and their world points."""
+    h, w = views.size
+    v, u = np.mgrid[0:h, 0:w]
+    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3)
+    for i in range(len(views)):
+        z = views.depth[i].reshape(-1).copy()
+        finite = np.isfinite(z)
+        world = (pixels @ np.linalg.inv(views.K[i]).T * np.where(finite, z, 0.0)[:, None]) \
+            @ views.world_from_cam[i, :3, :3].T + views.world_from_cam[i, :3, 3]
+        yield i, z, finite, world
+
+
 def hard_renders(views: DepthViews, seed: int = 0) -> DepthViews:
     """What splat renders of these surfaces give the mesher. The textureless wall has depth only in
     fragments where something pinned its splats: its edges and corners (the only features a blank
@@ -52,13 +65,7 @@ def hard_renders(views: DepthViews, seed: int = 0) -> DepthViews:
     fragments = np.concatenate([edges, np.column_stack([rng.uniform(-1.2, 1.2, 5), rng.uniform(0.4, 1.6, 5)])])
     depth, alpha = views.depth.copy(), views.alpha.copy()
     h, w = views.size
-    v, u = np.mgrid[0:h, 0:w]
-    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3)
-    for i in range(len(views)):
-        z = depth[i].reshape(-1)
-        finite = np.isfinite(z)
-        world = (pixels @ np.linalg.inv(views.K[i]).T * np.where(finite, z, 0.0)[:, None]) \
-            @ views.world_from_cam[i, :3, :3].T + views.world_from_cam[i, :3, 3]
+    for i, z, finite, world in pixel_points(views):
         on_wall = finite & (np.abs(world[:, 1] - WALL_Y) < 1e-3)
         near_fragment = np.linalg.norm(world[:, None, [0, 2]] - fragments[None], axis=-1).min(axis=1) <= FRAGMENT_RADIUS
         blank = on_wall & ~near_fragment
@@ -169,22 +176,16 @@ def far_wall_renders(views: DepthViews, seed: int = 0) -> DepthViews:
     to settle on it; elsewhere the view renders floaters in front of it (a sheet 0.4 to 1.2 m nearer,
     at another depth in each view)."""
     rng = np.random.default_rng(seed)
-    depth, alpha = views.depth.copy(), views.alpha.copy()
+    depth = views.depth.copy()
     h, w = views.size
-    v, u = np.mgrid[0:h, 0:w]
-    pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3)
-    for i in range(len(views)):
-        z = depth[i].reshape(-1)
-        finite = np.isfinite(z)
-        world = (pixels @ np.linalg.inv(views.K[i]).T * np.where(finite, z, 0.0)[:, None]) \
-            @ views.world_from_cam[i, :3, :3].T + views.world_from_cam[i, :3, 3]
+    for i, z, finite, world in pixel_points(views):
         on_wall = finite & (np.abs(world[:, 1] - FAR_WALL_Y) < 1e-3)
         blobs = np.column_stack([rng.uniform(-2.5, 2.5, BLOBS_PER_VIEW), rng.uniform(0.0, 2.0, BLOBS_PER_VIEW)])
         in_blob = np.linalg.norm(world[:, None, [0, 2]] - blobs[None], axis=-1).min(axis=1) <= BLOB_RADIUS
         z = np.where(on_wall, z + rng.normal(0.0, FAR_DEPTH_NOISE, z.shape), z)
         z = np.where(on_wall & ~in_blob, z - rng.uniform(0.4, 1.2), z)
         depth[i] = z.reshape(h, w)
-    return DepthViews(depth=depth, colour=views.colour, alpha=alpha, K=views.K, world_from_cam=views.world_from_cam)
+    return DepthViews(depth=depth, colour=views.colour, alpha=views.alpha, K=views.K, world_from_cam=views.world_from_cam)
 
 
 @pytest.fixture(scope="module")
