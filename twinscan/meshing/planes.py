@@ -11,8 +11,8 @@ where the views in front render them, and added as flat collider patches where t
 already hold them. A wall bounding the cell (every camera in front of it, nothing captured behind it)
 that the collider lacks is judged by the views that are not blocked by what stands before it, and takes
 all of its scattered, fragmentary support as one surface. Collider faces that the views only ever
-rendered through an accepted patch (a reflection's ghost) are removed. Only upright and level planes: a plant's large planes are walls,
-fronts and tops, and the twin frame is level (the floor is z = 0).
+rendered through an accepted patch (a reflection's ghost) are removed. Only upright and level planes:
+a plant's large planes are walls, fronts and tops, and the twin frame is level (the floor is z = 0).
 """
 
 from __future__ import annotations
@@ -103,14 +103,11 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         if support < min_support:  # a position vote's band may hold too few points near where it settles
             continue
         normal, centre = _refit(rendered, normal, centre, distance)
-        held = trimesh.util.concatenate([collider, *parts]) if parts else collider  # a plane found twice adds once
         wall = _bounding_wall(everything, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
             if abs(normal[2]) <= 0.5 else None
         if wall is not None:
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg)
-            kept = cells.ravel()
-            covered = _covered_share(held, _cell_centres(cells, wall.frame, cfg.cell)[kept], cfg.covered) \
-                if len(held.faces) and kept.any() else 0.0
+            covered = _held_share(collider, parts, cells, wall.frame, cfg)
             # the collider holds none of it, and nothing stands behind it: what most views show in front
             # of it (the machines before the wall) says nothing against it; only views that looked past it do
             if not (cells.any() and seen_by >= cfg.min_views and unblocked >= cfg.min_seen_share
@@ -123,11 +120,9 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             if cells is None:
                 continue
             cells, seen_by, share, _ = _judged(cells, frame, views, depth, distance, cfg)
-            kept = cells.ravel()
             if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
                 continue
-            covered = _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered) \
-                if len(held.faces) else 0.0
+            covered = _held_share(collider, parts, cells, frame, cfg)
             # where the collider holds none of it (a wall seen only from across the cell, behind machines),
             # less of the views must show it: most of them look at what stands in front
             if share < (cfg.min_seen_share if covered > cfg.missing_share else cfg.min_seen_share_missing):
@@ -146,6 +141,17 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
                "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
                "ghost_faces_removed": int(ghosts.sum())}
     return PlanarPatches(mesh, ghosts, planes, figures)
+
+
+def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: np.ndarray, frame: _Frame,
+                cfg: PlaneConfig) -> float:
+    """Share of the patch's cells the collider, with the patches added before it, already holds (a
+    plane found twice adds once)."""
+    held = trimesh.util.concatenate([collider, *parts]) if parts else collider
+    kept = cells.ravel()
+    if not len(held.faces) or not kept.any():
+        return 0.0
+    return _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered)
 
 
 def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
@@ -204,9 +210,7 @@ def _nothing_behind(points: np.ndarray, cameras: np.ndarray, cells: np.ndarray, 
     if ((cameras - frame.origin) @ frame.normal <= 0).any():
         return False
     far = points[(points - frame.origin) @ frame.normal < -BEHIND_DEPTH]
-    i = np.floor((far - frame.origin) @ frame.u / cell).astype(np.int64)
-    j = np.floor((far - frame.origin) @ frame.v / cell).astype(np.int64)
-    inside = (i >= 0) & (i < cells.shape[0]) & (j >= 0) & (j < cells.shape[1])
+    i, j, inside = _raster_index(far, cells.shape, frame, cell)
     behind = np.zeros_like(cells)
     behind[i[inside], j[inside]] = True
     return (behind & cells).sum() <= BEHIND_SHARE * cells.sum()
@@ -238,9 +242,8 @@ def _ghosts(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cell: f
         t = np.where(np.abs(along) > 1e-9, ((frame.origin - camera) @ frame.normal) / np.where(
             np.abs(along) > 1e-9, along, 1.0), -1.0)
         hit = camera + t[:, None] * ray
-        i = np.floor((hit - frame.origin) @ frame.u / cell).astype(np.int64)
-        j = np.floor((hit - frame.origin) @ frame.v / cell).astype(np.int64)
-        within = (t > 0) & (t < 1) & (i >= 0) & (i < cells.shape[0]) & (j >= 0) & (j < cells.shape[1])
+        i, j, on_raster = _raster_index(hit, cells.shape, frame, cell)
+        within = (t > 0) & (t < 1) & on_raster
         through = within.copy()
         through[within] = cells[i[within], j[within]]
         rendered[behind] += on
@@ -496,6 +499,15 @@ def _large_parts(cells: np.ndarray, min_cells: float) -> np.ndarray:
     sizes = np.bincount(labels.ravel())
     sizes[0] = 0
     return (sizes >= min_cells)[labels]
+
+
+def _raster_index(points: np.ndarray, shape: tuple[int, int], frame: _Frame,
+                  cell: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The raster cell (i, j) each point falls in, projected along the plane's normal, and whether that
+    cell lies inside a raster of `shape`."""
+    i = np.floor((points - frame.origin) @ frame.u / cell).astype(np.int64)
+    j = np.floor((points - frame.origin) @ frame.v / cell).astype(np.int64)
+    return i, j, (i >= 0) & (i < shape[0]) & (j >= 0) & (j < shape[1])
 
 
 def _cell_centres(cells: np.ndarray, frame: _Frame, cell: float) -> np.ndarray:
