@@ -226,3 +226,19 @@ def test_a_plane_bounds_the_capture_only_with_every_camera_in_front_and_nothing_
     x, z = np.meshgrid(np.arange(0.0, 1.0, 0.05), np.arange(0.5, 1.5, 0.05))  # a cabinet beyond: one per cell
     cabinet = np.column_stack([x.ravel(), np.full(x.size, 6.0), z.ravel()])
     assert not _nothing_behind(np.vstack([clutter, cabinet]), in_front, cells, wall, 0.05)
+
+
+def test_a_patch_loses_the_cells_inside_a_machine_the_collider_holds() -> None:
+    from twinscan.meshing.planes import INSIDE_DEPTH, _cell_centres, _Frame, _outside
+
+    machine = box((1.0, 1.0, 1.0), (0.0, 0.0, 0.5))  # faces outward, as fused surfaces face their views
+    cfg = PlaneConfig()
+    cells = np.ones((80, 20), bool)  # 4 x 1 m at 5 cm, x from -2 m, z from 0
+    for y in (0.0, -0.5):  # through the machine's middle; on its front face
+        frame = _Frame(origin=np.array([-2.0, y, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+                       normal=np.array([0.0, -1.0, 0.0]))
+        kept = _outside(machine, cells, frame, cfg).ravel()
+        centres = _cell_centres(cells, frame, cfg.cell)
+        depth_inside = np.min(np.column_stack([0.5 - np.abs(centres[:, 0]), 0.5 - np.abs(centres[:, 1]),
+                                               centres[:, 2], 1.0 - centres[:, 2]]), axis=1)
+        assert np.array_equal(kept, depth_inside <= INSIDE_DEPTH), y  # on the face (y = -0.5): all kept

@@ -60,6 +60,10 @@ BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand bey
 BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of its cells bounds nothing
 
 
+INSIDE_DEPTH = 0.05  # metres: patch cells this far behind the collider's nearest surface are inside it ...
+INSIDE_REACH = 0.50  # ... when that surface is this near (further off, the nearest face says little)
+
+
 @dataclass(frozen=True)
 class Plane:
     normal: np.ndarray  # (3,) unit, facing the views that saw it
@@ -107,6 +111,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             if abs(normal[2]) <= 0.5 else None
         if wall is not None:
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg)
+            cells = _outside(collider, cells, wall.frame, cfg)
             covered = _held_share(collider, parts, cells, wall.frame, cfg)
             # the collider holds none of it, and nothing stands behind it: what most views show in front
             # of it (the machines before the wall) says nothing against it; only views that looked past it do
@@ -120,6 +125,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             if cells is None:
                 continue
             cells, seen_by, share, _ = _judged(cells, frame, views, depth, distance, cfg)
+            cells = _outside(collider, cells, frame, cfg)
             if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
                 continue
             covered = _held_share(collider, parts, cells, frame, cfg)
@@ -152,6 +158,28 @@ def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: 
     if not len(held.faces) or not kept.any():
         return 0.0
     return _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered)
+
+
+def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cfg: PlaneConfig) -> np.ndarray:
+    """The patch's cells less those more than INSIDE_DEPTH behind the collider's surface nearest them
+    (within INSIDE_REACH): inside a machine the collider already holds. The hull of one surface's
+    fragments may bridge through a neighbour standing at an angle (on the sample, a machine front's patch
+    ran 10 cm deep through the turned press beside it). The fused surface faces the views that saw it
+    (98 % of the sample's collider faces are seen from their front), so behind it is solid."""
+    kept = cells.ravel()
+    if not len(collider.faces) or not kept.any():
+        return cells
+    from twinscan.optional import open3d
+
+    scene = open3d().t.geometry.RaycastingScene()
+    scene.add_triangles(np.asarray(collider.vertices, np.float32), np.asarray(collider.faces, np.uint32))
+    centres = _cell_centres(cells, frame, cfg.cell)[kept]
+    nearest = scene.compute_closest_points(centres.astype(np.float32))
+    offset = centres - nearest["points"].numpy()
+    behind = (offset * collider.face_normals[nearest["primitive_ids"].numpy()]).sum(axis=1) < -INSIDE_DEPTH
+    inside = np.zeros(cells.size, bool)
+    inside[np.flatnonzero(kept)] = behind & (np.linalg.norm(offset, axis=1) <= INSIDE_REACH)
+    return _large_parts(cells & ~inside.reshape(cells.shape), cfg.min_area / cfg.cell ** 2)
 
 
 def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
