@@ -6,9 +6,9 @@ fuses as a ghost behind it, from the depth of its reflections. A robot still nee
 front. So upright and level planes are voted for among the fused surface and the rendered depth (by
 orientation and offset, and upright ones also by position alone, as far walls fuse too bumpy for their
 normals), placed by the renders or the SfM points, bounded by what the views saw on them (the hull of
-the support's fragments, down to the floor), carved back where views looked through them, kept only
-where the views in front render them, and added as flat collider patches where the collider does not
-already hold them. A wall bounding the cell (every camera in front of it, nothing captured behind it)
+the support's fragments, down to the floor), carved back where views looked through them and where they
+run inside what the collider holds, kept only where the views in front render them, and added as flat
+collider patches where the collider does not already hold them. A wall bounding the cell (every camera in front of it, nothing captured behind it)
 that the collider lacks is judged by the views that are not blocked by what stands before it, and takes
 all of its scattered, fragmentary support as one surface. Collider faces that the views only ever
 rendered through an accepted patch (a reflection's ghost) are removed. Only upright and level planes:
