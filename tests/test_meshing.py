@@ -17,7 +17,7 @@ from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, writ
 from twinscan.meshing.cleanup import drop_below, fill_small_holes
 from twinscan.meshing.collision import convex_decomposition
 from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, within_points
-from twinscan.meshing.fusion import clean_depth
+from twinscan.meshing.fusion import _in_canonical_order, clean_depth
 from twinscan.meshing.raycast import render_mesh_views
 from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
 from twinscan.optional import available
@@ -155,6 +155,24 @@ def test_clean_depth_drops_silhouettes_but_keeps_slanted_planes() -> None:
     assert np.all(cleaned[1:-1, 1:28] > 0)  # the slanted plane survives
     assert np.all(cleaned[:, 29:31] == 0)  # both sides of the step are dropped
     assert np.all(cleaned[4:7, 39:42] == 0)  # so is the ring around the empty pixel
+
+
+def test_the_fused_surface_comes_out_in_one_order_whatever_order_fusion_left_it_in() -> None:
+    """open3d's voxel block grid is filled by several threads: the same surface in another order each run."""
+    mesh = trimesh.creation.icosphere(subdivisions=3)
+    colours = np.random.default_rng(0).integers(0, 256, (len(mesh.vertices), 3), dtype=np.uint8)
+    canonical = _in_canonical_order(np.asarray(mesh.vertices), np.asarray(mesh.faces), colours)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        order = rng.permutation(len(mesh.vertices))  # new index i holds old vertex order[i]
+        new_index = np.argsort(order)
+        faces = np.roll(new_index[mesh.faces], rng.integers(0, 3), axis=1)[rng.permutation(len(mesh.faces))]
+        again = _in_canonical_order(np.asarray(mesh.vertices)[order], faces, colours[order])
+        for got, want in zip(again, canonical):
+            assert np.array_equal(got, want)
+    vertices, faces, _ = canonical
+    same = trimesh.Trimesh(vertices, faces, process=False)
+    assert np.isclose(same.volume, mesh.volume) and same.is_winding_consistent, "the same triangles, facing out"
 
 
 def test_floor_is_found_off_zero_and_flattened() -> None:

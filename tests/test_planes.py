@@ -242,3 +242,24 @@ def test_a_patch_loses_the_cells_inside_a_machine_the_collider_holds() -> None:
         depth_inside = np.min(np.column_stack([0.5 - np.abs(centres[:, 0]), 0.5 - np.abs(centres[:, 1]),
                                                centres[:, 2], 1.0 - centres[:, 2]]), axis=1)
         assert np.array_equal(kept, depth_inside <= INSIDE_DEPTH), y  # on the face (y = -0.5): all kept
+
+
+def test_lines_voted_across_the_plan_leave_a_far_wall_its_support() -> None:
+    from twinscan.meshing.planes import _upright_by_position
+
+    rng = np.random.default_rng(0)
+    count = 700  # a far wall, 5 m long, fused as a thick, sparse layer (+-10 cm), 4.7 m out
+    wall = np.column_stack([4.7 + rng.normal(0, 0.05, count), rng.uniform(-2.5, 2.5, count), rng.uniform(0.1, 2.0, count)])
+    fronts = []
+    for y in (-2.0, -1.0, 0.0, 1.0, 2.0):  # machine fronts across the cell, each on a line that meets the wall
+        x, z = np.meshgrid(np.arange(-2.0, 2.0, 0.01), np.arange(0.1, 1.5, 0.05))
+        fronts.append(np.column_stack([x.ravel(), np.full(x.size, y), z.ravel()]))
+    points = np.vstack([*fronts, wall])
+    cameras = np.array([[0.0, 0.0, 1.5], [-1.0, 0.5, 1.5]])
+    cfg = PlaneConfig()
+    distance = 0.024
+    found = _upright_by_position(points, np.zeros((0, 3)), cameras, distance, 30, cfg)
+    east = [(normal, centre, support) for normal, centre, support in found if centre[0] > 4.0]
+    assert len(east) == 1 and east[0][0] @ np.array([-1.0, 0.0, 0.0]) > np.cos(np.radians(3)), east
+    on_wall = np.abs(wall[:, 0] - east[0][1][0]) <= 2 * distance
+    assert east[0][2] >= 0.9 * on_wall.sum(), "the fronts' votes took the wall's points where their lines cross it"

@@ -114,5 +114,20 @@ def fuse_tsdf(views: DepthViews, depth: np.ndarray, voxel: float, trunc_voxels: 
     if len(vertices) == 0:
         return trimesh.Trimesh()
     colours = np.clip(surface.vertex.colors.numpy() * 255.0, 0, 255).astype(np.uint8)
-    return trimesh.Trimesh(vertices=vertices, faces=surface.triangle.indices.numpy().astype(np.int64),
-                           vertex_colors=colours, process=True)
+    vertices, faces, colours = _in_canonical_order(vertices, surface.triangle.indices.numpy().astype(np.int64), colours)
+    return trimesh.Trimesh(vertices=vertices, faces=faces, vertex_colors=colours, process=True)
+
+
+def _in_canonical_order(vertices: np.ndarray, faces: np.ndarray,
+                        colours: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The mesh with its vertices sorted by position (then colour) and its faces by their vertices,
+    each face's winding kept. The voxel block grid is a hash map filled by several threads: the same
+    surface comes out in a different order from run to run, and decimation and every threshold after it
+    then differ (on a hard-cell capture, one run closed the east wall and the next did not)."""
+    order = np.lexsort(np.column_stack([vertices, colours]).T[::-1])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    faces = rank[faces]
+    first = np.argmin(faces, axis=1)  # each face from its smallest vertex: the same cycle, so the same winding
+    faces = np.stack([faces[np.arange(len(faces)), (first + k) % 3] for k in range(3)], axis=1)
+    return vertices[order], faces[np.lexsort(faces.T[::-1])], colours[order]

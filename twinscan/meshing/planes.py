@@ -419,9 +419,23 @@ def _upright_by_position(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarra
         centre = points[near].mean(axis=0) if near.any() else points[band].mean(axis=0)
         if (cameras.mean(axis=0) - centre) @ normal < 0:
             normal = -normal
-        free &= ~band  # no parallel twin of the same wall
+        peak = free & (np.floor(points[:, :2] @ direction / width) == best // len(angles) + low)
+        # no parallel twin of the same surface; but the band is a line across the whole plan, and the
+        # fragments of a far wall it crosses must stay in the vote (a hard cell's east wall lost them all)
+        free &= ~(band & _along_run(points, near if near.any() else band, direction, cfg.bridge)) & ~peak
         found.append((normal, centre, int(near.sum())))
     return found
+
+
+def _along_run(points: np.ndarray, support: np.ndarray, direction: np.ndarray, bridge: float) -> np.ndarray:
+    """Mask of the points beside the longest run of `support` along the plan line normal to `direction`
+    (runs split where the support has a gap wider than `bridge`): the stretch the vote found a surface on."""
+    along = points[:, :2] @ np.array([-direction[1], direction[0]])
+    ordered = np.sort(along[support])
+    breaks = np.flatnonzero(np.diff(ordered) > bridge)
+    starts, ends = np.r_[0, breaks + 1], np.r_[breaks, len(ordered) - 1]
+    longest = int(np.argmax(ends - starts))
+    return (along >= ordered[starts[longest]] - bridge) & (along <= ordered[ends[longest]] + bridge)
 
 
 @dataclass(frozen=True)
