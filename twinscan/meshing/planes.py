@@ -391,7 +391,7 @@ def _upright_by_position(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarra
     """Upright planes voted for by position alone (the floor plan's lines): a wall seen only from across
     the cell fuses as a thick, bumpy layer whose normals scatter, but its points still line up in plan.
     Each faces the mean of the cameras and sits where the SfM points near it put it (when there are
-    enough); its points leave the vote once found."""
+    enough); once found, the points of its band beside the run it found leave the vote."""
     angles = np.radians(np.arange(0.0, 180.0, 1.0))
     directions = np.column_stack([np.cos(angles), np.sin(angles)])
     width = 2 * distance
