@@ -249,7 +249,8 @@ def test_lines_voted_across_the_plan_leave_a_far_wall_its_support() -> None:
 
     rng = np.random.default_rng(0)
     count = 700  # a far wall, 5 m long, fused as a thick, sparse layer (+-10 cm), 4.7 m out
-    wall = np.column_stack([4.7 + rng.normal(0, 0.05, count), rng.uniform(-2.5, 2.5, count), rng.uniform(0.1, 2.0, count)])
+    wall = np.column_stack([4.7 + rng.normal(0, 0.05, count), rng.uniform(-2.5, 2.5, count),
+                            rng.uniform(0.1, 2.0, count)])
     fronts = []
     for y in (-2.0, -1.0, 0.0, 1.0, 2.0):  # machine fronts across the cell, each on a line that meets the wall
         x, z = np.meshgrid(np.arange(-2.0, 2.0, 0.01), np.arange(0.1, 1.5, 0.05))

@@ -8,11 +8,12 @@ orientation and offset, and upright ones also by position alone, as far walls fu
 normals), placed by the renders or the SfM points, bounded by what the views saw on them (the hull of
 the support's fragments, down to the floor), carved back where views looked through them and where they
 run inside what the collider holds, kept only where the views in front render them, and added as flat
-collider patches where the collider does not already hold them. A wall bounding the cell (every camera in front of it, nothing captured behind it)
-that the collider lacks is judged by the views that are not blocked by what stands before it, and takes
-all of its scattered, fragmentary support as one surface. Collider faces that the views only ever
-rendered through an accepted patch (a reflection's ghost) are removed. Only upright and level planes:
-a plant's large planes are walls, fronts and tops, and the twin frame is level (the floor is z = 0).
+collider patches where the collider does not already hold them. A wall bounding the cell (every camera
+in front of it, nothing captured behind it) that the collider lacks is judged by the views that are not
+blocked by what stands before it, and takes all of its scattered, fragmentary support as one surface.
+Collider faces that the views only ever rendered through an accepted patch (a reflection's ghost) are
+removed. Only upright and level planes: a plant's large planes are walls, fronts and tops, and the twin
+frame is level (the floor is z = 0).
 """
 
 from __future__ import annotations
