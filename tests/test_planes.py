@@ -3,6 +3,8 @@ fragments, and a glossy panel whose depth jumps behind it as reflections move wi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import trimesh
@@ -264,3 +266,84 @@ def test_lines_voted_across_the_plan_leave_a_far_wall_its_support() -> None:
     assert len(east) == 1 and east[0][0] @ np.array([-1.0, 0.0, 0.0]) > np.cos(np.radians(3)), east
     on_wall = np.abs(wall[:, 0] - east[0][1][0]) <= 2 * distance
     assert east[0][2] >= 0.9 * on_wall.sum(), "the fronts' votes took the wall's points where their lines cross it"
+
+
+BLANK_PANEL = ((-0.6, 0.6), 0.0, 1.4)  # x range, y of its middle, height: 1.2 m wide, 5 cm thick, on the floor
+ROOM = 4.0  # metres: the textured walls stand this far out each way
+PANEL_GREY = 128
+BLANK_W, BLANK_H = 2 * WIDTH, 2 * HEIGHT  # a panel's end is an edge a few pixels long at 160 x 120
+BLANK_K = np.diag([2.0, 2.0, 1.0]) @ K
+TEXTURE_BLOCK = 0.20  # metres, along oblique axes: a texture of upright lines would be all edges
+
+
+def blank_room(with_panel: bool) -> trimesh.Trimesh:
+    """A textured room with a blank panel standing in its middle (or not): the panel's faces coloured
+    PANEL_GREY, all others black (the photos texture them)."""
+    (x0, x1), y, top = BLANK_PANEL
+    parts = [box((2 * ROOM, 2 * ROOM, 0.1), (0, 0, -0.05)),
+             box((1.0, 0.8, 1.2), (-2.5, 2.0, 0.6)), box((0.8, 1.0, 1.0), (2.4, -2.2, 0.5))]
+    parts += [box((2 * ROOM, 0.1, 2.5), (0, side * ROOM, 1.25)) for side in (-1, 1)]
+    parts += [box((0.1, 2 * ROOM, 2.5), (side * ROOM, 0, 1.25)) for side in (-1, 1)]
+    for part in parts:
+        part.visual.face_colors = (0, 0, 0, 255)
+    if with_panel:
+        parts.append(box((x1 - x0, 0.05, top), ((x0 + x1) / 2, y, top / 2)))
+        parts[-1].visual.face_colors = (PANEL_GREY, PANEL_GREY, PANEL_GREY, 255)
+    return trimesh.util.concatenate(parts)
+
+
+def blank_room_photos(mesh: trimesh.Trimesh, cameras: np.ndarray) -> DepthViews:
+    """Views of the room: colour from a blocky texture fixed to the world (blocks of random grey along
+    oblique axes), flat grey on the panel."""
+    rng = np.random.default_rng(0)
+    shades = rng.integers(20, 236, 64 ** 3).astype(np.uint8)
+    views = render_mesh_views(mesh, BLANK_K, cameras, BLANK_W, BLANK_H)
+    colour = views.colour.copy()
+    for i, _, finite, world in pixel_points(views):
+        oblique = world @ np.array([[1.0, 1.0, 1.0], [1.0, -1.0, 2.0], [2.0, 1.0, -1.0]]).T  # no upright lines
+        block = np.floor(oblique / TEXTURE_BLOCK).astype(np.int64) % 64
+        textured = finite & (views.colour[i].reshape(-1, 3)[:, 0] != PANEL_GREY)
+        grey = shades[(block[textured, 0] * 64 + block[textured, 1]) * 64 + block[textured, 2]]
+        colour[i].reshape(-1, 3)[textured] = grey[:, None]
+    return replace(views, colour=colour)
+
+
+def blank_room_walk(count: int) -> np.ndarray:
+    """A loop around the panel, 2.5 m out, looking across it."""
+    angles = np.linspace(0, 2 * np.pi, count, endpoint=False)
+    return np.array([look_at((2.5 * np.cos(a), 2.5 * np.sin(a), 1.4), (-0.8 * np.cos(a), -0.8 * np.sin(a), 0.7))
+                     for a in angles])
+
+
+def flat_spans(photos: DepthViews, renders: DepthViews, spans) -> list[int]:
+    """What `panels._flat_span` says of each plan span (a, b) in these photos: views that see it flat."""
+    import cv2
+
+    from twinscan.meshing.panels import FLAT_GRADIENT, SPAN_HEIGHTS, _flat_span
+
+    grey = [cv2.GaussianBlur(cv2.cvtColor(c, cv2.COLOR_RGB2GRAY).astype(np.float32), (3, 3), 0) for c in photos.colour]
+    flat = np.stack([np.hypot(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) < FLAT_GRADIENT
+                     for g in grey])
+    depth = np.where(renders.valid(0.5), renders.depth, 0.0)
+    return [_flat_span(renders, depth, flat, np.array(a, float), np.array(b, float), SPAN_HEIGHTS) for a, b in spans]
+
+
+def test_a_blank_panel_that_leaves_no_depth_is_told_from_free_space_by_its_flat_face() -> None:
+    """The splats give the panel no depth (no feature pins them), so the renders show what stands behind
+    it; the photos show it flat from every side. A span where nothing stands, or in a room without the
+    panel, shows the textured room through it."""
+    cameras = blank_room_walk(24)
+    renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)
+    (x0, x1), y, _ = BLANK_PANEL
+    spans = [((x0, y), (x1, y)), ((x0, y - 1.0), (x1, y - 1.0)), ((y - 1.2, x0), (y - 1.2, x1))]
+    panel, in_front, beside = flat_spans(blank_room_photos(blank_room(with_panel=True), cameras), renders, spans)
+    assert panel >= 12 and in_front == 0 and beside == 0, (panel, in_front, beside)
+    assert flat_spans(blank_room_photos(blank_room(with_panel=False), cameras), renders, spans[:1]) == [0]
+
+
+def test_a_room_without_a_blank_panel_gets_none() -> None:
+    cameras = blank_room_walk(24)
+    renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)
+    photos = blank_room_photos(blank_room(with_panel=False), cameras)
+    cfg = MeshConfig(resolution=192, collision_faces=4000, visual_faces=6000, texture_size=0)
+    assert build_meshes(replace(renders, colour=photos.colour), cfg).figures["textureless_panels"] == 0

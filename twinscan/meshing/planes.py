@@ -12,8 +12,9 @@ collider patches where the collider does not already hold them. A wall bounding 
 in front of it, nothing captured behind it) that the collider lacks is judged by the views that are not
 blocked by what stands before it, and takes all of its scattered, fragmentary support as one surface.
 Collider faces that the views only ever rendered through an accepted patch (a reflection's ghost) are
-removed. Only upright and level planes: a plant's large planes are walls, fronts and tops, and the twin
-frame is level (the floor is z = 0).
+removed. Textureless panels, which leave no fragment at all, are found by their outlines in the photos
+(meshing/panels.py). Only upright and level planes: a plant's large planes are walls, fronts and tops,
+and the twin frame is level (the floor is z = 0).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from scipy import ndimage
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
 from twinscan.meshing.floor import refine_plane
+from twinscan.meshing.panels import Panel, panel_mesh, textureless_panels
 from twinscan.meshing.views import DepthViews
 
 
@@ -49,6 +51,7 @@ class PlaneConfig:
     max_covered_share: float = 0.8  # patches the collider already holds to this share add nothing
     min_height: float = 0.10  # metres: level planes lower than this are the floor's business
     max_planes: int = 40
+    panels: bool = True  # also close textureless panels, found by their outlines in the photos (meshing/panels.py)
 
 
 MIN_PINNING_POINTS = 10  # SfM points that place a plane voted for by position
@@ -69,7 +72,7 @@ INSIDE_REACH = 0.50  # ... when that surface is this near (further off, the near
 class Plane:
     normal: np.ndarray  # (3,) unit, facing the views that saw it
     centre: np.ndarray  # (3,) a point on it
-    support: int  # points within reach and facing the same way
+    support: int  # points within reach and facing the same way (0: a textureless panel, found by its edges)
     views: int  # views whose renders show the support
     area: float  # m2 of patch added (after carving and what the collider already held)
 
@@ -142,10 +145,16 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             continue
         parts.append(patch)
         planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
+    found_panels = textureless_panels(views, depth, trimesh.util.concatenate([collider, *parts])) if cfg.panels else []
+    for panel in found_panels:
+        patch = panel_mesh([panel])
+        parts.append(patch)
+        planes.append(Plane(*_panel_plane(panel, cameras), support=0, views=panel.views, area=float(patch.area)))
     mesh = trimesh.util.concatenate(parts) if parts else trimesh.Trimesh()
     mesh.merge_vertices()  # runs of cells share corners: one point each (NVIDIA's WeldChecker)
     figures = {"planes_found": len(candidates), "planar_patches": len(planes),
                "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
+               "textureless_panels": len(found_panels),
                "ghost_faces_removed": int(ghosts.sum())}
     return PlanarPatches(mesh, ghosts, planes, figures)
 
@@ -200,6 +209,14 @@ def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarr
     # ... unless nothing stands behind it (a wall bounding the cell)
     unblocked = seen[kept].sum() / max(int((seen + through)[kept].sum()), 1)
     return cells, seen_by, float(share), float(unblocked)
+
+
+def _panel_plane(panel: Panel, cameras: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(normal facing the mean camera, centre) of a panel's quad."""
+    (ax, ay), (bx, by) = panel.ends
+    normal = np.array([ay - by, bx - ax, 0.0]) / np.hypot(bx - ax, by - ay)
+    centre = np.array([(ax + bx) / 2, (ay + by) / 2, panel.top / 2])
+    return (normal if (cameras.mean(axis=0) - centre) @ normal >= 0 else -normal), centre
 
 
 @dataclass(frozen=True)

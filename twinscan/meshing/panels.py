@@ -1,0 +1,304 @@
+"""Textureless upright panels the collider lacks (partitions, guards, plain doors), from their outlines.
+
+A panel of one flat colour gives SfM nothing to triangulate and the splats nothing to pin: no SfM point,
+no supported splat, no fused face lies on it, so no plane is found on it (planes.py), and a robot drives
+through it. What the photos do show is its outline: two vertical edges where it ends against what stands
+behind it, and between them a face that is flat (no image gradient) in every view that looks at it.
+
+The twin is Z up, so an upright edge at plan point (x, y) projects to a known image direction in every
+view: plan cells vote with the image gradient across that direction, and a real edge gathers strong
+responses at all its heights in most of the views that see it (`_edge_columns`). Two edge columns whose
+span projects onto flat pixels in nearly every view that sees it, where the views that see past it show
+texture on what stands behind (a plain wall already in the twin is flat from everywhere, and so says
+nothing), bound a panel (`_flat_span`), standing on the floor up to where its flat face ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import trimesh
+from scipy.spatial import cKDTree
+
+from twinscan.meshing.metrics import sample_surface
+from twinscan.meshing.raycast import mesh_depths
+from twinscan.meshing.views import DepthViews
+
+CELL = 0.02  # metres: the plan raster edge columns are voted on
+EDGE_HEIGHTS = np.arange(0.20, 1.01, 0.10)  # metres: where an edge column is probed (a panel reaches them)
+EDGE_GRADIENT = 6.0  # grey levels per pixel across the projected upright: an edge there
+EDGE_ALIGNMENT = np.cos(np.radians(25.0))  # ... counting only gradients this close to across it
+EDGE_SLACK_PX = 1  # the response is the strongest this many pixels either side across the upright
+EDGE_HITS = 0.7  # a view sees an edge at a column when this share of its visible heights are edges
+MIN_EDGE_HEIGHTS = 4  # ... of at least this many visible heights
+EDGE_VIEWS = 60  # the vote takes at most this many views, spread over the walk (more add time, not edges)
+MIN_EDGE_VIEWS = 6  # a column's vote needs this many views to see it
+MIN_EDGE_SCORE = 0.4  # share of the views seeing a column that see an edge there: a panel's end
+MAX_COLUMNS = 120  # the strongest columns only: pairs of them are judged one by one
+FLAT_GRADIENT = 3.0  # grey levels per pixel: a pixel this smooth is flat (sensor noise passes, texture does not)
+FLAT_VIEW_SHARE = 0.8  # a view shows a span flat when this share of its samples are flat ...
+FLAT_VIEWS = 0.8  # ... and a panel needs this share of the views that see its span to show it flat
+MIN_PANEL_VIEWS = 5
+MIN_VIEW_ANGLE_DEG = 20.0  # views looking along a span closer than this to its plane say nothing of it
+KNOWN_BEHIND = 0.1  # and this share of its samples must have a surface known behind them (else nothing says
+TEXTURED_BEHIND = 0.5  # it is not a plain backdrop), of which this share some view sees textured past it
+KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business, not a panel's
+OCCLUSION = 0.10  # metres: a known surface this much nearer than a sample hides it
+MAX_DEPTH = 8.0  # metres: further off, a 2 cm column is a third of a pixel wide at 640 pixels
+MIN_LENGTH, MAX_LENGTH = 0.30, 3.00  # metres: a panel's width
+SPAN_STEPS = 12  # samples along a span (its middle 80 %), at each of SPAN_HEIGHTS
+SPAN_HEIGHTS = np.arange(0.20, 1.01, 0.20)
+TOP_STEP = 0.05  # metres: the top is probed at this spacing, up to MAX_TOP
+MAX_TOP = 3.0
+OVERLAP = 0.10  # metres: a span this near an accepted one for most of its length is the same panel ...
+SAME_TURN_DEG = 30.0  # ... as is one sharing an end with it and turned less than this from it
+
+
+@dataclass(frozen=True)
+class Panel:
+    ends: np.ndarray  # (2, 2) plan points of its upright edges
+    top: float  # metres above the floor
+    views: int  # views that see its span
+
+
+def textureless_panels(views: DepthViews, depth: np.ndarray, known: trimesh.Trimesh) -> list[Panel]:
+    """Panels standing on the floor that the `known` surface (collider and patches) lacks, found by their
+    edges in the photos (`views.colour`); `depth` is the views' rendered depth, 0 where none."""
+    grey = [cv2.GaussianBlur(cv2.cvtColor(colour, cv2.COLOR_RGB2GRAY).astype(np.float32), (3, 3), 0)
+            for colour in views.colour]
+    gradients = [(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) for g in grey]
+    flat = np.stack([np.hypot(gx, gy) < FLAT_GRADIENT for gx, gy in gradients])
+    known_plan = _known_plan(known)
+    columns = _edge_columns(views, depth, gradients, known_plan)
+    flat_spans = [(seen, a, b) for a, b in _spans(columns, known_plan)
+                  if (seen := _flat_span(views, depth, flat, a, b, SPAN_HEIGHTS))]
+    panels: list[Panel] = []
+    for seen, a, b in sorted(flat_spans, key=lambda span: -span[0]):  # stable: strongest ends first on ties
+        if any(_same_panel(a, b, panel.ends) for panel in panels):
+            continue
+        if panels:  # judged again behind the panels accepted so far: a span behind a blank panel sees it flat
+            seen = _flat_span(views, depth, flat, a, b, SPAN_HEIGHTS)
+        if seen:
+            panel = Panel(np.array([a, b]), _top(views, depth, flat, a, b), seen)
+            panels.append(panel)
+            depth = _with_panel(views, depth, panel)
+    return panels
+
+
+def panel_mesh(panels: list[Panel]) -> trimesh.Trimesh:
+    """One upright quad per panel, from the floor to its top."""
+    vertices, faces = [], []
+    for panel in panels:
+        (ax, ay), (bx, by) = panel.ends
+        base = len(vertices)
+        vertices += [[ax, ay, 0.0], [bx, by, 0.0], [bx, by, panel.top], [ax, ay, panel.top]]
+        faces += [[base, base + 1, base + 2], [base, base + 2, base + 3]]
+    if not faces:
+        return trimesh.Trimesh()
+    return trimesh.Trimesh(np.asarray(vertices, np.float64), np.asarray(faces), process=False)
+
+
+def _known_plan(known: trimesh.Trimesh) -> cKDTree | None:
+    """Plan positions of the known surface at the heights panels are probed at."""
+    if len(known.faces) == 0:
+        return None
+    samples = sample_surface(known, max(20_000, int(known.area / CELL ** 2)))
+    low, high = EDGE_HEIGHTS[0] - KNOWN_REACH, EDGE_HEIGHTS[-1] + KNOWN_REACH
+    samples = samples[(samples[:, 2] >= low) & (samples[:, 2] <= high)]
+    return cKDTree(samples[:, :2]) if len(samples) else None
+
+
+def _near_known(known_plan: cKDTree | None, plan: np.ndarray) -> np.ndarray:
+    if known_plan is None:
+        return np.zeros(len(plan), bool)
+    return np.isfinite(known_plan.query(plan, distance_upper_bound=KNOWN_REACH)[0])
+
+
+def _visible(views: DepthViews, depth: np.ndarray, n: int, points: np.ndarray):
+    """Where view n sees `points` (in the image, within MAX_DEPTH, no known surface in front): (mask,
+    row, col, depth)."""
+    inside, row, col, z = views.pixels(n, points)
+    rendered = depth[n, row, col]
+    hidden = (rendered > 0) & (rendered < z - OCCLUSION)
+    return inside & (z < MAX_DEPTH) & ~hidden, row, col, z
+
+
+def _edge_columns(views: DepthViews, depth: np.ndarray, gradients, known_plan: cKDTree | None) -> np.ndarray:
+    """(K, 2) plan points where an upright edge stands that the known surface does not hold."""
+    cameras = views.world_from_cam[:, :2, 3]
+    lower, upper = cameras.min(axis=0), cameras.max(axis=0)
+    if known_plan is not None:  # panels stand among what was captured, or where the cameras walked
+        lower, upper = np.minimum(lower, known_plan.mins), np.maximum(upper, known_plan.maxes)
+    i, j = np.mgrid[int(np.floor(lower[0] / CELL)):int(np.ceil(upper[0] / CELL)),
+                    int(np.floor(lower[1] / CELL)):int(np.ceil(upper[1] / CELL))]
+    plan = np.column_stack([i.ravel(), j.ravel()]) * CELL  # on a raster fixed in the twin frame
+    probe = np.flatnonzero(~_near_known(known_plan, plan))
+    points = np.concatenate([np.column_stack([plan[probe], np.full(len(probe), z)]) for z in EDGE_HEIGHTS])
+    seeing = np.zeros(len(probe), np.int64)
+    edged = np.zeros(len(probe), np.int64)
+    for n in np.unique(np.linspace(0, len(views) - 1, min(len(views), EDGE_VIEWS)).round().astype(np.int64)):
+        visible, row, col, _ = _visible(views, depth, n, points)
+        seen = np.flatnonzero(visible)
+        edge = np.zeros(len(points), bool)
+        edge[seen] = _edge_response(gradients[n], row[seen], col[seen], _across_upright(views, n, points[seen])) \
+            > EDGE_GRADIENT
+        heights = visible.reshape(len(EDGE_HEIGHTS), -1).sum(axis=0)
+        hits = edge.reshape(len(EDGE_HEIGHTS), -1).sum(axis=0)
+        sees = heights >= MIN_EDGE_HEIGHTS
+        seeing += sees
+        edged += sees & (hits >= EDGE_HITS * heights)
+    score = np.zeros(len(plan))
+    score[probe] = np.where(seeing >= MIN_EDGE_VIEWS, edged / np.maximum(seeing, 1), 0.0)
+    candidates = np.flatnonzero(score >= MIN_EDGE_SCORE)
+    cells = np.rint(plan / CELL).astype(np.int64)
+    cells -= cells.min(axis=0)
+    taken = np.zeros(cells.max(axis=0) + 1, bool)
+    reach = int(np.ceil(OVERLAP / CELL))
+    disk = np.argwhere(np.hypot(*np.mgrid[-reach:reach + 1, -reach:reach + 1]) * CELL <= OVERLAP) - reach
+    columns: list[int] = []
+    for k in candidates[np.argsort(-score[candidates], kind="stable")]:  # strongest first, one per OVERLAP
+        if len(columns) == MAX_COLUMNS:
+            break
+        if not taken[cells[k, 0], cells[k, 1]]:
+            columns.append(k)
+            around = np.clip(cells[k] + disk, 0, np.array(taken.shape) - 1)
+            taken[around[:, 0], around[:, 1]] = True
+    return plan[columns].reshape(-1, 2)
+
+
+def _edge_response(gradient: tuple[np.ndarray, np.ndarray], row: np.ndarray, col: np.ndarray,
+                   across: np.ndarray) -> np.ndarray:
+    """The image gradient across the upright at each pixel, where it points across it (EDGE_ALIGNMENT),
+    the strongest within EDGE_SLACK_PX across it: an edge blurs over a pixel or two, and a pose a pixel
+    off would miss it."""
+    gx, gy = gradient
+    h, w = gx.shape
+    response = np.zeros(len(row), np.float32)
+    for step in range(-EDGE_SLACK_PX, EDGE_SLACK_PX + 1):
+        r = np.clip(row + np.rint(step * across[:, 1]).astype(np.int64), 0, h - 1)
+        c = np.clip(col + np.rint(step * across[:, 0]).astype(np.int64), 0, w - 1)
+        along_across = np.abs(gx[r, c] * across[:, 0] + gy[r, c] * across[:, 1])
+        upright = along_across >= EDGE_ALIGNMENT * np.hypot(gx[r, c], gy[r, c])  # texture edges lie any way
+        response = np.maximum(response, np.where(upright, along_across, 0.0))
+    return response
+
+
+def _across_upright(views: DepthViews, n: int, points: np.ndarray) -> np.ndarray:
+    """(P, 2) unit image directions across the image of the upright line through each point in view n."""
+    rotation, translation = views.cam_from_world[n, :3, :3], views.cam_from_world[n, :3, 3]
+    cam = points @ rotation.T + translation
+    z = np.maximum(cam[:, 2], 1e-6)
+    up = rotation[:, 2]  # d(cam)/d(world z)
+    du = views.K[n, 0, 0] * (up[0] * z - cam[:, 0] * up[2]) / z ** 2
+    dv = views.K[n, 1, 1] * (up[1] * z - cam[:, 1] * up[2]) / z ** 2
+    length = np.maximum(np.hypot(du, dv), 1e-9)
+    return np.column_stack([-dv / length, du / length])
+
+
+def _spans(columns: np.ndarray, known_plan: cKDTree | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pairs of edge columns a panel could stand between, strongest ends first: as wide as a panel, and
+    nothing known along the way."""
+    pairs = []
+    for i in range(len(columns)):
+        for j in range(i + 1, len(columns)):
+            a, b = columns[i], columns[j]
+            if not MIN_LENGTH <= np.linalg.norm(b - a) <= MAX_LENGTH:
+                continue
+            along = a + np.linspace(0.1, 0.9, SPAN_STEPS)[:, None] * (b - a)
+            if not _near_known(known_plan, along).any():
+                pairs.append((a, b))
+    return pairs
+
+
+def _span_points(a: np.ndarray, b: np.ndarray, heights: np.ndarray) -> np.ndarray:
+    along = a + np.linspace(0.1, 0.9, SPAN_STEPS)[:, None] * (b - a)
+    return np.concatenate([np.column_stack([along, np.full(len(along), z)]) for z in heights])
+
+
+def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray, b: np.ndarray,
+               heights: np.ndarray) -> int:
+    """How many views see the span between plan points a and b at `heights` flat, when enough of them
+    do (FLAT_VIEWS of those that see it) and surfaces are known behind it that show texture to the
+    views that look past it (`_textured_behind`); else 0."""
+    points = _span_points(a, b, heights)
+    pixels = {}
+    normal = np.array([a[1] - b[1], b[0] - a[0]]) / np.linalg.norm(b - a)
+    towards = views.world_from_cam[:, :2, 3] - (a + b) / 2
+    facing = np.abs(towards @ normal) >= np.sin(np.radians(MIN_VIEW_ANGLE_DEG)) * np.linalg.norm(towards, axis=1)
+    for n in np.flatnonzero(facing):  # a view along the span sees whatever lies in line with it as its face
+        visible, row, col, _ = _visible(views, depth, n, points)
+        if visible.sum() >= len(points) / 2:
+            pixels[n] = (row[visible], col[visible])
+    flat_views = sum(flat[n, row, col].mean() >= FLAT_VIEW_SHARE for n, (row, col) in pixels.items())
+    if len(pixels) < MIN_PANEL_VIEWS or flat_views < FLAT_VIEWS * len(pixels):
+        return 0
+    behind, textured = np.array([_textured_behind(views, depth, flat, n, row, col, a, b)
+                                 for n, (row, col) in pixels.items()]).sum(axis=0)
+    if behind < KNOWN_BEHIND * sum(len(row) for row, _ in pixels.values()) or textured < TEXTURED_BEHIND * behind:
+        return 0
+    return len(pixels)
+
+
+def _textured_behind(views: DepthViews, depth: np.ndarray, flat: np.ndarray, n: int, row: np.ndarray,
+                     col: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
+    """Of view n's flat pixels at (row, col) with a surface known behind them: how many, and how many of
+    those surfaces some other view sees textured, looking past the span a-b rather than through it."""
+    keep = flat[n, row, col] & (depth[n, row, col] > 0)
+    row, col = row[keep], col[keep]
+    if not len(row):
+        return 0, 0
+    rays = np.column_stack([col + 0.5, row + 0.5, np.ones(len(row))]) @ np.linalg.inv(views.K[n]).T
+    surface = (rays * depth[n, row, col][:, None]) @ views.world_from_cam[n, :3, :3].T + views.world_from_cam[n, :3, 3]
+    textured = np.zeros(len(surface), bool)
+    for m in range(len(views)):
+        if m == n:
+            continue
+        inside, r, c, z = views.pixels(m, surface)
+        rendered = depth[m, r, c]
+        sees = inside & (rendered > 0) & (np.abs(rendered - z) <= np.maximum(OCCLUSION, 0.03 * z))
+        sees &= ~_crosses(views.world_from_cam[m, :2, 3], surface[:, :2], a, b)
+        textured |= sees & ~flat[m, r, c]
+    return len(surface), int(textured.sum())
+
+
+def _crosses(origin: np.ndarray, targets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether the plan segments origin -> each target cross the segment a-b."""
+    def side(p, q, r):
+        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
+    return (side(origin, targets, a) != side(origin, targets, b)) & (side(a, b, origin) != side(a, b, targets))
+
+
+def _top(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """The height up to which the span stays flat in the views that see it (probed every TOP_STEP from
+    the highest height the span was tested at)."""
+    top = float(SPAN_HEIGHTS[-1])
+    for height in np.arange(top + TOP_STEP, MAX_TOP, TOP_STEP):
+        if not _flat_span(views, depth, flat, a, b, np.array([height])):
+            break
+        top = float(height)
+    return top + TOP_STEP / 2
+
+
+def _same_panel(a: np.ndarray, b: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether span a-b is the accepted span `ends` again: most of it within OVERLAP of it, or sharing an
+    end with it and turned less than SAME_TURN_DEG from it (a column next to an edge pairs with the far end
+    too; a panel meeting another at a corner turns more)."""
+    along = a + np.linspace(0.0, 1.0, SPAN_STEPS)[:, None] * (b - a)
+    p, q = ends
+    t = np.clip((along - p) @ (q - p) / max((q - p) @ (q - p), 1e-12), 0.0, 1.0)
+    if (np.linalg.norm(along - (p + t[:, None] * (q - p)), axis=1) <= OVERLAP).mean() > 0.5:
+        return True
+    shared = min(np.linalg.norm(x - y) for x in (a, b) for y in (p, q)) <= OVERLAP
+    turn = np.degrees(np.arccos(min(abs((b - a) @ (q - p)) / (np.linalg.norm(b - a) * np.linalg.norm(q - p)), 1.0)))
+    return shared and turn < SAME_TURN_DEG
+
+
+def _with_panel(views: DepthViews, depth: np.ndarray, panel: Panel) -> np.ndarray:
+    """`depth` with the panel in it, where it stands nearer than what was rendered (or nothing was)."""
+    h, w = views.size
+    own = mesh_depths(panel_mesh([panel]), views.K, views.world_from_cam, w, h)
+    nearer = np.isfinite(own) & ((depth <= 0) | (own < depth))
+    return np.where(nearer, own, depth)
