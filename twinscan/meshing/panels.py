@@ -133,6 +133,7 @@ def _edge_columns(views: DepthViews, depth: np.ndarray, gradients, known_plan: c
         lower, upper = np.minimum(lower, known_plan.mins), np.maximum(upper, known_plan.maxes)
     i, j = np.mgrid[int(np.floor(lower[0] / CELL)):int(np.ceil(upper[0] / CELL)),
                     int(np.floor(lower[1] / CELL)):int(np.ceil(upper[1] / CELL))]
+    cells = np.column_stack([i.ravel() - i.min(), j.ravel() - j.min()])
     plan = np.column_stack([i.ravel(), j.ravel()]) * CELL  # on a raster fixed in the twin frame
     probe = np.flatnonzero(~_near_known(known_plan, plan))
     points = np.concatenate([np.column_stack([plan[probe], np.full(len(probe), z)]) for z in EDGE_HEIGHTS])
@@ -152,8 +153,6 @@ def _edge_columns(views: DepthViews, depth: np.ndarray, gradients, known_plan: c
     score = np.zeros(len(plan))
     score[probe] = np.where(seeing >= MIN_EDGE_VIEWS, edged / np.maximum(seeing, 1), 0.0)
     candidates = np.flatnonzero(score >= MIN_EDGE_SCORE)
-    cells = np.rint(plan / CELL).astype(np.int64)
-    cells -= cells.min(axis=0)
     taken = np.zeros(cells.max(axis=0) + 1, bool)
     reach = int(np.ceil(OVERLAP / CELL))
     disk = np.argwhere(np.hypot(*np.mgrid[-reach:reach + 1, -reach:reach + 1]) * CELL <= OVERLAP) - reach
@@ -206,14 +205,18 @@ def _spans(columns: np.ndarray, known_plan: cKDTree | None) -> list[tuple[np.nda
             a, b = columns[i], columns[j]
             if not MIN_LENGTH <= np.linalg.norm(b - a) <= MAX_LENGTH:
                 continue
-            along = a + np.linspace(0.1, 0.9, SPAN_STEPS)[:, None] * (b - a)
-            if not _near_known(known_plan, along).any():
+            if not _near_known(known_plan, _middle(a, b)).any():
                 pairs.append((a, b))
     return pairs
 
 
+def _middle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(SPAN_STEPS, 2) plan points along the middle 80 % of span a-b: its ends are edges, not face."""
+    return a + np.linspace(0.1, 0.9, SPAN_STEPS)[:, None] * (b - a)
+
+
 def _span_points(a: np.ndarray, b: np.ndarray, heights: np.ndarray) -> np.ndarray:
-    along = a + np.linspace(0.1, 0.9, SPAN_STEPS)[:, None] * (b - a)
+    along = _middle(a, b)
     return np.concatenate([np.column_stack([along, np.full(len(along), z)]) for z in heights])
 
 
