@@ -347,3 +347,74 @@ def test_a_room_without_a_blank_panel_gets_none() -> None:
     photos = blank_room_photos(blank_room(with_panel=False), cameras)
     cfg = MeshConfig(resolution=192, collision_faces=4000, visual_faces=6000, texture_size=0)
     assert build_meshes(replace(renders, colour=photos.colour), cfg).figures["textureless_panels"] == 0
+
+
+def _far_wall_layer(rng, count: int, x: float, y_range, thickness: float = 0.08) -> np.ndarray:
+    """A wall seen only from across the cell as fusion and the renders leave it: a sparse layer
+    +-`thickness` about its face at x (facing -x), in plan over `y_range`, 0.2 to 2 m up."""
+    return np.column_stack([x + rng.normal(0, thickness, count), rng.uniform(*y_range, count),
+                            rng.uniform(0.2, 2.0, count)])
+
+
+def test_the_walls_bounding_the_capture_are_found_however_many_lines_cross_them_and_an_open_corner_is_not_one():
+    from twinscan.meshing.planes import _outermost_walls
+
+    rng = np.random.default_rng(1)
+    east = _far_wall_layer(rng, 500, 4.7, (-1.9, 3.1))  # sparse: 100 points a metre
+    south = _far_wall_layer(rng, 500, -3.7, (-2.1, 2.9))[:, [1, 0, 2]]  # at y = -3.7, facing +y
+    fronts = []  # dense machine fronts, their plan lines crossing both walls
+    for y in (-2.0, -1.0, 0.0, 1.0, 2.0):
+        x, z = np.meshgrid(np.arange(-1.5, 3.5, 0.02), np.arange(0.2, 1.5, 0.05))
+        fronts.append(np.column_stack([x.ravel(), np.full(x.size, y), z.ravel()]))
+    points = np.vstack([*fronts, east, south])
+    cameras = np.array([[x, y, 1.5] for x in (-1.5, 0.0, 2.0) for y in (-2.5, 0.0, 2.5)])
+    found = _outermost_walls(points, cameras, 0.14, 30)
+    # the corner between the walls' ends (x 2.9 to 4.7, y -3.7 to -1.9) is open: no wall closes it
+    assert len(found) == 2, [(np.round(n, 2), np.round(c, 2)) for n, c, _ in found]
+    normals = np.array([normal for normal, _, _ in found])
+    assert (normals @ [0.0, 1.0, 0.0]).max() > np.cos(np.radians(1.5))  # the south wall, facing the cell
+    assert (normals @ [-1.0, 0.0, 0.0]).max() > np.cos(np.radians(1.5))  # the east wall
+    for normal, centre, _ in found:
+        face = np.array([4.7, 0.0]) if normal[0] < -0.9 else np.array([0.0, -3.7])
+        assert abs((centre[:2] - face) @ normal[:2]) < 0.05
+
+
+def test_a_far_wall_takes_its_yaw_from_the_sfm_points_on_it_or_else_from_its_densest_line():
+    from twinscan.meshing.planes import _wall_line
+
+    rng = np.random.default_rng(2)
+    layer = _far_wall_layer(rng, 800, 4.7, (0.0, 3.0), thickness=0.08)
+    slanted = np.array([-np.cos(np.radians(1.0)), -np.sin(np.radians(1.0)), 0.0])  # the vote's 1 degree bin
+    start = np.array([4.7, 1.5, 1.0])
+    sfm = _far_wall_layer(rng, 40, 4.7, (0.0, 3.0), thickness=0.01)
+    for with_sfm in (sfm, np.zeros((0, 3))):
+        normal, centre = _wall_line(layer, with_sfm, slanted, start, 0.14)
+        assert np.degrees(np.arccos(min(1.0, -normal[0]))) < 0.4, normal
+        assert abs(centre[0] + normal[1] / normal[0] * (1.5 - centre[1]) - 4.7) < 0.015  # placed mid-layer
+    # a least-squares fit to the band the vote cut keeps the band's slant
+    inband = layer[np.abs((layer - start) @ slanted) <= 0.07]
+    direction = np.linalg.svd(inband[:, :2] - inband[:, :2].mean(axis=0))[2][0]
+    assert np.degrees(np.arccos(abs(direction[1]))) > 0.5
+
+
+def test_a_bounding_wall_stands_on_the_floor_and_ends_where_the_views_stop_rendering_it() -> None:
+    from twinscan.meshing.planes import _footprint, _trimmed_top
+
+    rng = np.random.default_rng(3)
+    wall = np.column_stack([rng.uniform(-1.5, 1.5, 3000), np.full(3000, WALL_Y), rng.uniform(1.0, 2.0, 3000)])
+    floaters = np.column_stack([rng.uniform(-1.5, 1.5, 40), np.full(40, WALL_Y), rng.uniform(2.0, 2.25, 40)])
+    normal = np.array([0.0, -1.0, 0.0])
+    cfg = PlaneConfig()
+    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), np.vstack([wall, floaters]), normal,
+                              np.array([0.0, WALL_Y, 1.5]), 0.05, cfg, bounding=True)
+    rows = np.flatnonzero(cells.any(axis=0))
+    bottom, top = (frame.origin[2] + (rows[[0, -1]] + 0.5) * cfg.cell)
+    assert bottom < 0.05, "machines before it hid its foot: it still stands on the floor"
+    assert top > 2.15, "the hull of its support reaches up to the floaters"
+    truth = trimesh.util.concatenate([box((3.0, 0.1, 2.0), (0, WALL_Y + 0.05, 1.0)), box((8, 8, 0.1), (0, 0, -0.05))])
+    views = render_mesh_views(truth, K, walk(12), WIDTH, HEIGHT)
+    depth = np.where(views.valid(0.5), views.depth, 0.0)
+    trimmed = _trimmed_top(cells, frame, views, depth, 0.02, cfg.cell)
+    top = frame.origin[2] + (np.flatnonzero(trimmed.any(axis=0))[-1] + 1) * cfg.cell
+    assert 1.95 <= top <= 2.05, top
+    assert (trimmed == cells)[:, : int((1.9 - frame.origin[2]) / cfg.cell)].all(), "only the top goes"

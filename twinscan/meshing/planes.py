@@ -10,7 +10,9 @@ the support's fragments, down to the floor), carved back where views looked thro
 run inside what the collider holds, kept only where the views in front render them, and added as flat
 collider patches where the collider does not already hold them. A wall bounding the cell (every camera
 in front of it, nothing captured behind it) that the collider lacks is judged by the views that are not
-blocked by what stands before it, and takes all of its scattered, fragmentary support as one surface.
+blocked by what stands before it, and takes all of its scattered, fragmentary support as one surface;
+such walls are also sought as the outermost bands of what was captured (the position vote's clutter
+eats their sparse fragments), stand on the floor and end where the views stop rendering them.
 Collider faces that the views only ever rendered through an accepted patch (a reflection's ghost) are
 removed. Textureless panels, which leave no fragment at all, are found by their outlines in the photos
 (meshing/panels.py). Only upright and level planes: a plant's large planes are walls, fronts and tops,
@@ -60,6 +62,13 @@ DEPTH_SHARE = 0.02  # renders count as showing a point within this share of its 
 NORMAL_NEIGHBOURS = 16  # samples (one per voxel) a point's normal is fitted to
 RENDER_STRIDE = 4  # every this-th pixel of the renders, each way, refits the planes
 MIN_CELLS_SEEN = 4  # a view supports a patch when it renders at least this many of its cells
+OUTER_STEPS = 4  # the outermost band is sought in steps of this share of its width
+OUTER_PAST_SHARE = 0.05  # ... with at most this share of its count captured past it
+OUTER_MAX_WALLS = 8
+LAYER_TURN_DEG = 10.0  # a patch facing within this of a wall's normal may hold the wall's front layer
+TOP_SHARE = 0.5  # a wall's top rows rendered less than this share as often as its median row are floaters
+WALL_YAW_DEG = 3.0  # a wall's plan line is sought this far either side of the vote's direction ...
+WALL_YAW_STEP_DEG = 0.1  # ... in these steps
 BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand beyond it ...
 BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of its cells bounds nothing
 
@@ -102,20 +111,27 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     min_support = cfg.min_support * cfg.min_area / cfg.cell ** 2
     candidates = _find_planes(points, normals, distance, min_support, cfg)
     cameras = views.world_from_cam[:, :3, 3]
+    # a wall stands above the floor's fringe (what the fusion leaves at the floor's edge)
+    candidates += _outermost_walls(points[points[:, 2] >= cfg.min_height], cameras, BAND_WIDTHS * 2 * distance,
+                                   min_support)
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
-    everything = np.concatenate([points, sfm])
     parts, planes = [], []
     ghosts = np.zeros(len(collider.faces), bool)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
     for normal, centre, support in candidates:
         if support < min_support:  # a position vote's band may hold too few points near where it settles
             continue
-        normal, centre = _refit(rendered, normal, centre, distance)
-        wall = _bounding_wall(everything, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
+        normal, centre = _refit(rendered, normal, centre, distance, cfg.normal_agreement_deg)
+        if normal[2] > 0.5 and centre[2] < cfg.min_height:
+            continue  # the floor's business
+        wall = _bounding_wall(points, sfm, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
             if abs(normal[2]) <= 0.5 else None
         if wall is not None:
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg)
+            cells = _trimmed_top(cells, wall.frame, views, depth, distance, cfg.cell)
             cells = _outside(collider, cells, wall.frame, cfg)
+            if _layer_of_a_wall(parts, planes, cells, wall.frame, cfg.cell):
+                continue
             covered = _held_share(collider, parts, cells, wall.frame, cfg)
             # the collider holds none of it, and nothing stands behind it: what most views show in front
             # of it (the machines before the wall) says nothing against it; only views that looked past it do
@@ -168,6 +184,47 @@ def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: 
     if not len(held.faces) or not kept.any():
         return 0.0
     return _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered)
+
+
+def _trimmed_top(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
+                 cell: float) -> np.ndarray:
+    """A wall's cells less its top rows that the views render less than TOP_SHARE as often as its most
+    rendered row (when that row's cells are rendered by at least one view each, on average: a wall seen
+    in scraps says nothing of its top): the hull of its support reaches up to the floaters above its top
+    (5-27 cm on the hard cells), and nothing behind it carves them (the views render the machines
+    before it, or nothing). Its lower rows are what the machines before it hide: no reference."""
+    kept = cells.ravel()
+    if not kept.any():
+        return cells
+    seen = np.zeros(cells.size)
+    on = _votes(_cell_centres(cells, frame, cell)[kept], frame.normal, views, depth, 2 * distance)[0]
+    seen[kept] = on.sum(axis=0)
+    seen = seen.reshape(cells.shape)
+    rows = cells.any(axis=0)
+    along = np.zeros(cells.shape[1])
+    along[rows] = seen[:, rows].sum(axis=0) / cells[:, rows].sum(axis=0)
+    if along.max() < 1.0:
+        return cells
+    weak = along < TOP_SHARE * along.max()
+    top = np.flatnonzero(rows)[-1]
+    while top >= 0 and (weak[top] or not rows[top]):  # frame.v points up: the last rows are the top
+        top -= 1
+    trimmed = cells.copy()
+    trimmed[:, top + 1:] = False
+    return trimmed
+
+
+def _layer_of_a_wall(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.ndarray, frame: _Frame,
+                     cell: float) -> bool:
+    """Whether most of the wall's cells lie within BEHIND_DEPTH of a patch added before, facing the same
+    way: the back of a wall already closed (seen only from across the cell, a wall renders and fuses as
+    a layer 20-40 cm thick, and the position vote may find its back as a plane of its own)."""
+    facing = np.cos(np.radians(LAYER_TURN_DEG))
+    same = [part for part, plane in zip(parts, planes) if plane.normal @ frame.normal >= facing]
+    kept = cells.ravel()
+    if not same or not kept.any():
+        return False
+    return _covered_share(trimesh.util.concatenate(same), _cell_centres(cells, frame, cell)[kept], BEHIND_DEPTH) > 0.5
 
 
 def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cfg: PlaneConfig) -> np.ndarray:
@@ -226,27 +283,71 @@ class _Wall:
     centre: np.ndarray  # the middle of its support
 
 
-def _bounding_wall(points: np.ndarray, cameras: np.ndarray, normal: np.ndarray, centre: np.ndarray, band: float,
-                   cfg: PlaneConfig) -> _Wall | None:
+def _bounding_wall(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarray, normal: np.ndarray,
+                   centre: np.ndarray, band: float, cfg: PlaneConfig) -> _Wall | None:
     """The upright plane as a wall bounding what was captured, or None when it bounds nothing
     (`_nothing_behind`). Seen only from across the cell, such a wall renders and fuses as a layer as
     thick as `band`, its normals scattered, and only in fragments, where the views saw it between the
-    machines: all the points in the band are its support, fitted by a level line in plan (one degree of
-    yaw is 9 cm over a 5 m wall), and its fragments are one surface (one hull, carved later where views
-    looked through an opening)."""
+    machines: all the points in the band (fused, rendered and SfM: `points`, `sfm`) are its support,
+    placed by `_wall_line`, and its fragments are one surface (one hull, carved later where views looked
+    through an opening)."""
     level = np.array([normal[0], normal[1], 0.0]) / np.linalg.norm(normal[:2])
-    for reach in (band, band / 2):  # refit to the points nearer the first fit: floaters lean on it less
-        inliers = points[np.abs((points - centre) @ level) <= reach]
-        if len(inliers) < 3:
-            return None
-        centre = inliers.mean(axis=0)
-        along = np.linalg.svd(inliers[:, :2] - centre[:2], full_matrices=False)[2][0]
-        fitted = np.array([-along[1], along[0], 0.0])
-        level = fitted if fitted @ level >= 0 else -fitted
-    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), points, level, centre, band, cfg, one_hull=True)
-    if cells is None or not _nothing_behind(points, cameras, cells, frame, cfg.cell):
+    level, centre = _wall_line(points, sfm, level, centre, band)
+    if centre is None:
+        return None
+    everything = np.concatenate([points, sfm])
+    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), everything, level, centre, band, cfg,
+                              bounding=True)
+    if cells is None or not _nothing_behind(everything, cameras, cells, frame, cfg.cell):
         return None
     return _Wall(cells, frame, centre)
+
+
+def _wall_line(points: np.ndarray, sfm: np.ndarray, level: np.ndarray, centre: np.ndarray,
+               band: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """A wall's level plane (normal, and a point on it; None without support) from the points within
+    `band` of the vote's plane. Its yaw (one degree is 9 cm over a 5 m wall): the line through the SfM
+    points on it where there are enough (triangulated features scatter least), else the yaw within
+    WALL_YAW_DEG whose half-band holds the most of the points (a least-squares fit to a thick layer cut
+    on a slant takes the cut's slant). Its offset: the median of the layer about that line."""
+    near = np.abs((points - centre) @ level) <= band
+    if near.sum() < 3:
+        return level, None
+    pinned = sfm[np.abs((sfm - centre) @ level) <= band]
+    if len(pinned) >= MIN_PINNING_POINTS:
+        for reach in (band, band / 2, band / 4):  # each fit nearer the last: SfM floaters lean on it less
+            inliers = pinned[np.abs((pinned - centre) @ level) <= reach]
+            if len(inliers) < MIN_PINNING_POINTS:
+                break
+            along = np.linalg.svd(inliers[:, :2] - inliers[:, :2].mean(axis=0), full_matrices=False)[2][0]
+            fitted = np.array([-along[1], along[0], 0.0])
+            level = fitted if fitted @ level >= 0 else -fitted
+    else:
+        level = _densest_yaw(points[near], level, centre, band / 2)
+    for _ in range(3):  # the median of the whole layer, centred on it
+        offsets = (points - centre) @ level
+        layer = np.abs(offsets) <= band
+        if layer.sum() < 3:
+            return level, None
+        middle = points[layer].mean(axis=0)
+        centre = middle + (np.median(offsets[layer]) - (middle - centre) @ level) * level
+    return level, centre
+
+
+def _densest_yaw(points: np.ndarray, level: np.ndarray, centre: np.ndarray, width: float) -> np.ndarray:
+    """The level normal within WALL_YAW_DEG of `level` whose `width`-wide band holds the most points
+    (the middle of the yaws that tie: a thin wall fits the band over a range of them)."""
+    yaws = np.radians(np.arange(-WALL_YAW_DEG, WALL_YAW_DEG + 1e-9, WALL_YAW_STEP_DEG))
+    counts = []
+    for yaw in yaws:
+        offsets = np.sort((points - centre) @ _turned(level, yaw))
+        counts.append(int((np.searchsorted(offsets, offsets + width, side="right") - np.arange(len(offsets))).max()))
+    return _turned(level, float(yaws[np.asarray(counts) == max(counts)].mean()))
+
+
+def _turned(level: np.ndarray, yaw: float) -> np.ndarray:
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([c * level[0] - s * level[1], s * level[0] + c * level[1], 0.0])
 
 
 def _nothing_behind(points: np.ndarray, cameras: np.ndarray, cells: np.ndarray, frame: _Frame, cell: float) -> bool:
@@ -324,15 +425,17 @@ def _rendered_points(views: DepthViews, stride: int) -> tuple[np.ndarray, np.nda
     return np.concatenate(points), np.concatenate(normals)
 
 
-def _refit(points: np.ndarray, normal: np.ndarray, centre: np.ndarray,
-           distance: float) -> tuple[np.ndarray, np.ndarray]:
+def _refit(points: np.ndarray, normal: np.ndarray, centre: np.ndarray, distance: float,
+           max_turn_deg: float) -> tuple[np.ndarray, np.ndarray]:
     """The plane refit to the rendered depth near it: what the views saw lies on the surface, while
-    the fused surface blends in what a few views saw behind it (a glossy front's reflections)."""
+    the fused surface blends in what a few views saw behind it (a glossy front's reflections). A refit
+    that turns the plane further than `max_turn_deg` found another surface (a wall's foot: the floor)."""
     near = np.abs((points - centre) @ normal) <= distance
     if near.sum() < 50:
         return normal, centre
     refit, point = refine_plane(points[near], np.append(normal, -normal @ centre), distance)
-    return (refit if refit @ normal > 0 else -refit), point
+    refit = refit if refit @ normal > 0 else -refit
+    return (refit, point) if refit @ normal >= np.cos(np.radians(max_turn_deg)) else (normal, centre)
 
 
 def _covered_share(collider: trimesh.Trimesh, points: np.ndarray, distance: float) -> float:
@@ -445,6 +548,48 @@ def _upright_by_position(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarra
     return found
 
 
+def _outermost_walls(points: np.ndarray, cameras: np.ndarray, band: float,
+                     min_support: float) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Upright planes at the outer edge of what was captured: in each plan direction (1 degree steps)
+    the fullest band of points beyond every camera with next to nothing more than BEHIND_DEPTH past it;
+    the fullest over all directions is a wall (a wall's band holds most when the direction is square to
+    it), its layer leaves the vote, and the next is sought. An inward loop sees the walls bounding the
+    cell only from across it, in sparse fragments that the position vote's clutter (machine fronts'
+    lines crossing them) out-votes and eats. Without the layer leaving, a band slanted across one
+    wall's end and the next one's would be a wall too: an open corner closed."""
+    angles = np.radians(np.arange(0.0, 360.0, 1.0))
+    directions = np.column_stack([np.cos(angles), np.sin(angles)])
+    offsets = points[:, :2] @ directions.T  # (P, A)
+    reach = (cameras[:, :2] @ directions.T).max(axis=0)
+    step = band / OUTER_STEPS
+    ordered = np.sort(offsets, axis=0).T
+    free = np.ones(len(points), bool)
+    found = []
+    while len(found) < OUTER_MAX_WALLS:
+        counts, starts = np.zeros(len(angles), np.int64), np.zeros(len(angles))
+        for a in range(len(angles)):
+            beyond = offsets[free, a][offsets[free, a] > reach[a]]
+            if len(beyond) < min_support:
+                continue
+            windows = np.convolve(np.bincount(((beyond - reach[a]) / step).astype(np.int64)),
+                                  np.ones(OUTER_STEPS, np.int64), "valid")  # band-wide, one step apart
+            start = reach[a] + np.arange(len(windows)) * step
+            # what was captured past a band bounds it out, whether or not a wall took it before
+            past = len(points) - np.searchsorted(ordered[a], start + band / 2 + BEHIND_DEPTH)
+            bounding = (windows >= min_support) & (past <= OUTER_PAST_SHARE * windows)
+            if bounding.any():
+                best = int(np.argmax(np.where(bounding, windows, 0)))
+                counts[a], starts[a] = windows[best], start[best]
+        a = int(np.argmax(counts))
+        if counts[a] < min_support:
+            break
+        inside = free & (offsets[:, a] >= starts[a]) & (offsets[:, a] < starts[a] + band)
+        found.append((np.array([-directions[a, 0], -directions[a, 1], 0.0]), points[inside].mean(axis=0),
+                      int(counts[a])))
+        free &= np.abs(offsets[:, a] - (starts[a] + band / 2)) > band / 2 + BEHIND_DEPTH  # its whole layer
+    return found
+
+
 def _along_run(points: np.ndarray, support: np.ndarray, direction: np.ndarray, bridge: float) -> np.ndarray:
     """Mask of the points beside the longest run of `support` along the plan line normal to `direction`
     (runs split where the support has a gap wider than `bridge`): the stretch the vote found a surface on."""
@@ -478,10 +623,11 @@ def _axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, normal: np.ndarray, centre: np.ndarray,
-               distance: float, cfg: PlaneConfig, one_hull: bool = False) -> tuple[np.ndarray | None, _Frame | None]:
+               distance: float, cfg: PlaneConfig, bounding: bool = False) -> tuple[np.ndarray | None, _Frame | None]:
     """The cells of the plane its support covers (the fused surface facing its way, and `loose`
     without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`; all of
-    them in one with `one_hull`)."""
+    them in one for a wall `bounding` the capture, whose columns all stand on the floor: what the
+    machines before such a wall hide of it is its foot, however high they are)."""
     near = np.abs((points - centre) @ normal) <= distance
     near &= (normals @ normal) >= np.cos(np.radians(cfg.normal_agreement_deg))
     support = np.concatenate([points[near], loose[np.abs((loose - centre) @ normal) <= distance]])
@@ -493,10 +639,10 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
     ij = (np.floor(coords / cfg.cell) - low).astype(np.int64)
     occupied = np.zeros(ij.max(axis=0) + 2, bool)
     occupied[ij[:, 0], ij[:, 1]] = True
-    cells = _hulls(occupied, None if one_hull else max(1, int(round(cfg.bridge / cfg.cell / 2))))
+    cells = _hulls(occupied, None if bounding else max(1, int(round(cfg.bridge / cfg.cell / 2))))
     origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
     if abs(normal[2]) <= 0.5:
-        cells, origin = _down_to_floor(cells, origin, v, cfg.cell, cfg.bridge)
+        cells, origin = _down_to_floor(cells, origin, v, cfg.cell, np.inf if bounding else cfg.bridge)
     return _large_parts(cells, cfg.min_area / cfg.cell ** 2), _Frame(origin, u, v, normal)
 
 
