@@ -71,11 +71,14 @@ def textureless_panels(views: DepthViews, depth: np.ndarray, known: trimesh.Trim
     gradients = [(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) for g in grey]
     flat = np.stack([np.hypot(gx, gy) < FLAT_GRADIENT for gx, gy in gradients])
     known_plan = _known_plan(known)
-    columns = _edge_columns(views, depth, gradients, known_plan)
-    flat_spans = [(seen, a, b) for a, b in _spans(columns, known_plan)
-                  if (seen := _flat_span(views, depth, flat, a, b, SPAN_HEIGHTS))]
+    columns, edge_views = _edge_columns(views, depth, gradients, known_plan)
+    flat_spans = [(edge_views[i] + edge_views[j], seen, columns[i], columns[j]) for i, j in _spans(columns, known_plan)
+                  if (seen := _flat_span(views, depth, flat, columns[i], columns[j], SPAN_HEIGHTS))]
     panels: list[Panel] = []
-    for seen, a, b in sorted(flat_spans, key=lambda span: -span[0]):  # stable: strongest ends first on ties
+    # the strongest outline first: of the spans that share one end, the other end seen as an edge by the
+    # most views is the panel's (a column 12 cm past a partition's corner, seen as an edge from one side,
+    # also bounds a span that looks flat); then the most views
+    for _, seen, a, b in sorted(flat_spans, key=lambda span: (-span[0], -span[1])):
         if any(_same_panel(a, b, panel.ends) for panel in panels):
             continue
         if panels:  # judged again behind the panels accepted so far: a span behind a blank panel sees it flat
@@ -125,8 +128,10 @@ def _visible(views: DepthViews, depth: np.ndarray, n: int, points: np.ndarray):
     return inside & (z < MAX_DEPTH) & ~hidden, row, col, z
 
 
-def _edge_columns(views: DepthViews, depth: np.ndarray, gradients, known_plan: cKDTree | None) -> np.ndarray:
-    """(K, 2) plan points where an upright edge stands that the known surface does not hold."""
+def _edge_columns(views: DepthViews, depth: np.ndarray, gradients,
+                  known_plan: cKDTree | None) -> tuple[np.ndarray, np.ndarray]:
+    """(K, 2) plan points where an upright edge stands that the known surface does not hold, strongest
+    first, and (K,) how many views see an edge at each."""
     cameras = views.world_from_cam[:, :2, 3]
     lower, upper = cameras.min(axis=0), cameras.max(axis=0)
     if known_plan is not None:  # panels stand among what was captured, or where the cameras walked
@@ -139,32 +144,38 @@ def _edge_columns(views: DepthViews, depth: np.ndarray, gradients, known_plan: c
     points = np.concatenate([np.column_stack([plan[probe], np.full(len(probe), z)]) for z in EDGE_HEIGHTS])
     seeing = np.zeros(len(probe), np.int64)
     edged = np.zeros(len(probe), np.int64)
+    strength = np.zeros(len(probe))  # summed edge response, in EDGE_GRADIENTs: breaks the score's ties
     for n in np.unique(np.linspace(0, len(views) - 1, min(len(views), EDGE_VIEWS)).round().astype(np.int64)):
         visible, row, col, _ = _visible(views, depth, n, points)
         seen = np.flatnonzero(visible)
-        edge = np.zeros(len(points), bool)
-        edge[seen] = _edge_response(gradients[n], row[seen], col[seen], _across_upright(views, n, points[seen])) \
-            > EDGE_GRADIENT
+        response = np.zeros(len(points), np.float32)
+        response[seen] = _edge_response(gradients[n], row[seen], col[seen], _across_upright(views, n, points[seen]))
         heights = visible.reshape(len(EDGE_HEIGHTS), -1).sum(axis=0)
-        hits = edge.reshape(len(EDGE_HEIGHTS), -1).sum(axis=0)
+        hits = (response > EDGE_GRADIENT).reshape(len(EDGE_HEIGHTS), -1).sum(axis=0)
         sees = heights >= MIN_EDGE_HEIGHTS
         seeing += sees
         edged += sees & (hits >= EDGE_HITS * heights)
-    score = np.zeros(len(plan))
+        strength += np.where(sees, response.reshape(len(EDGE_HEIGHTS), -1).sum(axis=0) / np.maximum(heights, 1), 0.0) \
+            / EDGE_GRADIENT
+    score, tie, count = np.zeros(len(plan)), np.zeros(len(plan)), np.zeros(len(plan), np.int64)
     score[probe] = np.where(seeing >= MIN_EDGE_VIEWS, edged / np.maximum(seeing, 1), 0.0)
+    count[probe] = edged
+    tie[probe] = strength / np.maximum(seeing, 1)
     candidates = np.flatnonzero(score >= MIN_EDGE_SCORE)
     taken = np.zeros(cells.max(axis=0) + 1, bool)
     reach = int(np.ceil(OVERLAP / CELL))
     disk = np.argwhere(np.hypot(*np.mgrid[-reach:reach + 1, -reach:reach + 1]) * CELL <= OVERLAP) - reach
     columns: list[int] = []
-    for k in candidates[np.argsort(-score[candidates], kind="stable")]:  # strongest first, one per OVERLAP
+    # strongest first, one per OVERLAP; of a run of cells as often seen as an edge (a column seen from one
+    # side is one along the views' rays), the one with the strongest response, not the first in the raster
+    for k in candidates[np.lexsort((-tie[candidates], -score[candidates]))]:
         if len(columns) == MAX_COLUMNS:
             break
         if not taken[cells[k, 0], cells[k, 1]]:
             columns.append(k)
             around = np.clip(cells[k] + disk, 0, np.array(taken.shape) - 1)
             taken[around[:, 0], around[:, 1]] = True
-    return plan[columns].reshape(-1, 2)
+    return plan[columns].reshape(-1, 2), count[columns]
 
 
 def _edge_response(gradient: tuple[np.ndarray, np.ndarray], row: np.ndarray, col: np.ndarray,
@@ -196,9 +207,9 @@ def _across_upright(views: DepthViews, n: int, points: np.ndarray) -> np.ndarray
     return np.column_stack([-dv / length, du / length])
 
 
-def _spans(columns: np.ndarray, known_plan: cKDTree | None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Pairs of edge columns a panel could stand between, strongest ends first: as wide as a panel, and
-    nothing known along the way."""
+def _spans(columns: np.ndarray, known_plan: cKDTree | None) -> list[tuple[int, int]]:
+    """Pairs of edge columns (indices) a panel could stand between: as wide as a panel, and nothing
+    known along the way."""
     pairs = []
     for i in range(len(columns)):
         for j in range(i + 1, len(columns)):
@@ -206,7 +217,7 @@ def _spans(columns: np.ndarray, known_plan: cKDTree | None) -> list[tuple[np.nda
             if not MIN_LENGTH <= np.linalg.norm(b - a) <= MAX_LENGTH:
                 continue
             if not _near_known(known_plan, _middle(a, b)).any():
-                pairs.append((a, b))
+                pairs.append((i, j))
     return pairs
 
 
