@@ -418,3 +418,20 @@ def test_a_bounding_wall_stands_on_the_floor_and_ends_where_the_views_stop_rende
     top = frame.origin[2] + (np.flatnonzero(trimmed.any(axis=0))[-1] + 1) * cfg.cell
     assert 1.95 <= top <= 2.05, top
     assert (trimmed == cells)[:, : int((1.9 - frame.origin[2]) / cfg.cell)].all(), "only the top goes"
+
+
+def test_a_walls_top_is_where_its_renders_fall_off_not_where_they_thin_out() -> None:
+    """Views per cell along the top rows (bottom up, 5 cm apart) of two walls as the hard cell and the
+    sample rendered them: a 2 m wall whose hull reached up to floaters at 2.2 m, and a 1.2 m low wall
+    rendered ever less often towards its top (13 views per cell at its foot)."""
+    from twinscan.meshing.planes import _top_row
+
+    rows = 1.64 + 0.05 * np.arange(12)  # row centres, metres
+    far_wall = np.array([2.28, 2.21, 2.54, 2.54, 2.19, 1.88, 1.44, 0.77, 0.47, 0.67, 0.34, 0.0])
+    assert abs(rows[_top_row(far_wall)] + 0.025 - 2.0) <= 0.05
+    low_rows = 0.04 + 0.05 * np.arange(29)
+    low_wall = np.concatenate([np.linspace(13.0, 6.6, 17),
+                               [5.53, 4.97, 4.33, 3.61, 3.57, 2.88, 2.69, 1.79, 0.90, 0.60, 0.22, 0.0]])
+    assert abs(low_rows[_top_row(low_wall)] + 0.025 - 1.2) <= 0.05
+    assert _top_row(low_wall / 14) == len(low_wall) - 1, "a wall seen in scraps keeps its hull"
+    assert _top_row(np.full(20, 3.0)) == 19

@@ -66,7 +66,9 @@ OUTER_STEPS = 4  # the outermost band is sought in steps of this share of its wi
 OUTER_PAST_SHARE = 0.05  # ... with at most this share of its count captured past it
 OUTER_MAX_WALLS = 8
 LAYER_TURN_DEG = 10.0  # a patch facing within this of a wall's normal may hold the wall's front layer
-TOP_SHARE = 0.5  # a wall's top rows rendered less than this share as often as its median row are floaters
+TOP_SHARE = 0.5  # a wall's top rows rendered less than this share as often as the rows below are floaters
+TOP_ROWS = 4  # ... the rows below: this many; and any rendered by fewer than TOP_NONE views per cell
+TOP_NONE = 0.25
 WALL_YAW_DEG = 3.0  # a wall's plan line is sought this far either side of the vote's direction ...
 WALL_YAW_STEP_DEG = 0.1  # ... in these steps
 BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand beyond it ...
@@ -145,6 +147,8 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             if cells is None:
                 continue
             cells, seen_by, share, _ = _judged(cells, frame, views, depth, distance, cfg)
+            if abs(normal[2]) <= 0.5:
+                cells = _trimmed_top(cells, frame, views, depth, distance, cfg.cell)
             cells = _outside(collider, cells, frame, cfg)
             if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
                 continue
@@ -188,30 +192,36 @@ def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: 
 
 def _trimmed_top(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
                  cell: float) -> np.ndarray:
-    """A wall's cells less its top rows that the views render less than TOP_SHARE as often as its most
-    rendered row (when that row's cells are rendered by at least one view each, on average: a wall seen
-    in scraps says nothing of its top): the hull of its support reaches up to the floaters above its top
-    (5-27 cm on the hard cells), and nothing behind it carves them (the views render the machines
-    before it, or nothing). Its lower rows are what the machines before it hide: no reference."""
+    """An upright patch's cells less its top rows that the views render less than TOP_SHARE as often as
+    the best of the TOP_ROWS rows below them, or next to never (when its best row is rendered by at
+    least one view per cell, on average: a wall seen in scraps says nothing of its top). The hull of its
+    support reaches up to the floaters above its top (5-27 cm on the hard cells' walls, 15 cm on the
+    sample's low wall), and nothing behind a wall carves them (the views render the machines before it,
+    or nothing). Against the rows just below, not the best row: how often a wall is rendered may fall
+    off gradually with height (the sample's low wall: 13 views per cell at its foot, 3 at its top; the
+    best-row rule cut it to 0.46 m), and that is no top."""
     kept = cells.ravel()
     if not kept.any():
         return cells
     seen = np.zeros(cells.size)
     on = _votes(_cell_centres(cells, frame, cell)[kept], frame.normal, views, depth, 2 * distance)[0]
     seen[kept] = on.sum(axis=0)
-    seen = seen.reshape(cells.shape)
-    rows = cells.any(axis=0)
-    along = np.zeros(cells.shape[1])
-    along[rows] = seen[:, rows].sum(axis=0) / cells[:, rows].sum(axis=0)
-    if along.max() < 1.0:
-        return cells
-    weak = along < TOP_SHARE * along.max()
-    top = np.flatnonzero(rows)[-1]
-    while top >= 0 and (weak[top] or not rows[top]):  # frame.v points up: the last rows are the top
-        top -= 1
+    rows = np.flatnonzero(cells.any(axis=0))  # frame.v points up: the last rows are the top
+    per_cell = seen.reshape(cells.shape)[:, rows].sum(axis=0) / cells[:, rows].sum(axis=0)
     trimmed = cells.copy()
-    trimmed[:, top + 1:] = False
+    trimmed[:, rows[_top_row(per_cell)] + 1:] = False
     return trimmed
+
+
+def _top_row(rendered: np.ndarray) -> int:
+    """The top row kept of a patch whose rows, bottom up, the views render `rendered` times per cell."""
+    top = len(rendered) - 1
+    if rendered.max() < 1.0:
+        return top
+    while top >= TOP_ROWS and (rendered[top] < TOP_SHARE * rendered[top - TOP_ROWS:top].max()
+                               or rendered[top] < TOP_NONE):
+        top -= 1
+    return top
 
 
 def _layer_of_a_wall(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.ndarray, frame: _Frame,
