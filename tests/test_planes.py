@@ -398,7 +398,7 @@ def test_a_far_wall_takes_its_yaw_from_the_sfm_points_on_it_or_else_from_its_den
 
 
 def test_a_bounding_wall_stands_on_the_floor_and_ends_where_the_views_stop_rendering_it() -> None:
-    from twinscan.meshing.planes import _footprint, _trimmed_top
+    from twinscan.meshing.planes import _cell_centres, _footprint, _trimmed_top, _votes
 
     rng = np.random.default_rng(3)
     wall = np.column_stack([rng.uniform(-1.5, 1.5, 3000), np.full(3000, WALL_Y), rng.uniform(1.0, 2.0, 3000)])
@@ -414,7 +414,8 @@ def test_a_bounding_wall_stands_on_the_floor_and_ends_where_the_views_stop_rende
     truth = trimesh.util.concatenate([box((3.0, 0.1, 2.0), (0, WALL_Y + 0.05, 1.0)), box((8, 8, 0.1), (0, 0, -0.05))])
     views = render_mesh_views(truth, K, walk(12), WIDTH, HEIGHT)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
-    trimmed = _trimmed_top(cells, frame, views, depth, 0.02, cfg.cell)
+    seen = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 0.04)[0].sum(axis=0)
+    trimmed = _trimmed_top(cells, seen)
     top = frame.origin[2] + (np.flatnonzero(trimmed.any(axis=0))[-1] + 1) * cfg.cell
     assert 1.95 <= top <= 2.05, top
     assert (trimmed == cells)[:, : int((1.9 - frame.origin[2]) / cfg.cell)].all(), "only the top goes"

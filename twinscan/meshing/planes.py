@@ -130,7 +130,6 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             if abs(normal[2]) <= 0.5 else None
         if wall is not None:
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg)
-            cells = _trimmed_top(cells, wall.frame, views, depth, distance, cfg.cell)
             cells = _outside(collider, cells, wall.frame, cfg)
             if _layer_of_a_wall(parts, planes, cells, wall.frame, cfg.cell):
                 continue
@@ -147,8 +146,6 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             if cells is None:
                 continue
             cells, seen_by, share, _ = _judged(cells, frame, views, depth, distance, cfg)
-            if abs(normal[2]) <= 0.5:
-                cells = _trimmed_top(cells, frame, views, depth, distance, cfg.cell)
             cells = _outside(collider, cells, frame, cfg)
             if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
                 continue
@@ -190,9 +187,9 @@ def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: 
     return _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered)
 
 
-def _trimmed_top(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
-                 cell: float) -> np.ndarray:
-    """An upright patch's cells less its top rows that the views render less than TOP_SHARE as often as
+def _trimmed_top(cells: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """An upright patch's cells (raster rows bottom up; `seen`, one per cell of the raster: how many views
+    render it where it lies) less its top rows that the views render less than TOP_SHARE as often as
     the best of the TOP_ROWS rows below them, or next to never (when its best row is rendered by at
     least one view per cell, on average: a wall seen in scraps says nothing of its top). The hull of its
     support reaches up to the floaters above its top (5-27 cm on the hard cells' walls, 15 cm on the
@@ -200,14 +197,10 @@ def _trimmed_top(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.
     or nothing). Against the rows just below, not the best row: how often a wall is rendered may fall
     off gradually with height (the sample's low wall: 13 views per cell at its foot, 3 at its top; the
     best-row rule cut it to 0.46 m), and that is no top."""
-    kept = cells.ravel()
-    if not kept.any():
-        return cells
-    seen = np.zeros(cells.size)
-    on = _votes(_cell_centres(cells, frame, cell)[kept], frame.normal, views, depth, 2 * distance)[0]
-    seen[kept] = on.sum(axis=0)
     rows = np.flatnonzero(cells.any(axis=0))  # frame.v points up: the last rows are the top
-    per_cell = seen.reshape(cells.shape)[:, rows].sum(axis=0) / cells[:, rows].sum(axis=0)
+    if not len(rows):
+        return cells
+    per_cell = np.where(cells, seen.reshape(cells.shape), 0)[:, rows].sum(axis=0) / cells[:, rows].sum(axis=0)
     trimmed = cells.copy()
     trimmed[:, rows[_top_row(per_cell)] + 1:] = False
     return trimmed
@@ -262,8 +255,9 @@ def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cfg: P
 def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
             cfg: PlaneConfig) -> tuple[np.ndarray, int, float, float]:
     """What the views' renders say of a footprint: (its cells carved back where views looked through,
-    the views that render it, the share of the views rendering at it that render it where it lies, and
-    that share among the views not blocked by something nearer)."""
+    and an upright one's top trimmed where they stop rendering it (`_trimmed_top`); the views that render
+    it, the share of the views rendering at it that render it where it lies, and that share among the
+    views not blocked by something nearer)."""
     on, through, behind = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 2 * distance)
     seen = on.sum(axis=0)
     # carved where views looked through (a reflection's depth shows in some views only: kept)
@@ -275,6 +269,8 @@ def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarr
     share = seen[kept].sum() / max(int((seen + through + behind)[kept].sum()), 1)
     # ... unless nothing stands behind it (a wall bounding the cell)
     unblocked = seen[kept].sum() / max(int((seen + through)[kept].sum()), 1)
+    if abs(frame.normal[2]) <= 0.5:
+        cells = _trimmed_top(cells, seen)
     return cells, seen_by, float(share), float(unblocked)
 
 
@@ -578,7 +574,8 @@ def _outermost_walls(points: np.ndarray, cameras: np.ndarray, band: float,
     while len(found) < OUTER_MAX_WALLS:
         counts, starts = np.zeros(len(angles), np.int64), np.zeros(len(angles))
         for a in range(len(angles)):
-            beyond = offsets[free, a][offsets[free, a] > reach[a]]
+            beyond = offsets[free, a]
+            beyond = beyond[beyond > reach[a]]
             if len(beyond) < min_support:
                 continue
             windows = np.convolve(np.bincount(((beyond - reach[a]) / step).astype(np.int64)),
