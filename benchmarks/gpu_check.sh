@@ -5,11 +5,14 @@
 # as markdown for docs/benchmarks.md ("GPU node").
 #
 #   benchmarks/gpu_check.sh prepare        here, with pip and the network: pack .gpu-env/ (git-ignored) in
-#                                          parts of at most 60 MiB (a device call carries 64 MiB at most)
+#                                          parts of at most 48 MiB (a device call carries 64 MiB at most,
+#                                          the working tree's 15 MB, the bundled sample mostly, included)
 #   benchmarks/gpu_check.sh receive        on the device, one call per part (carry .gpu-env/part-NN and
 #                                          .gpu-env/parts.sha256): keeps the part in /tmp/twinscan-gpu
 #   benchmarks/gpu_check.sh run [sample|walk|all]
-#                                          on the device: unpack, gsplat's kernels, CUDA tests, timings, table
+#                                          on the device: unpack, gsplat's kernels, CUDA tests, timings, table;
+#                                          stops after the kernels when gsplat's do not load; the captures get
+#                                          what is left of GPU_CHECK_SECONDS (default 570: a 10-minute call)
 #   benchmarks/gpu_check.sh dry-run        here, on the CPU: the tests and the walk's steps at the smoke
 #                                          preset, the tiny capture standing in for the walk (2 minutes)
 #
@@ -32,7 +35,7 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$REPO"
 ENV_DIR="$REPO/.gpu-env"                       # here: the packed parts (git-ignored)
 DEVICE_DIR="${TWINSCAN_GPU_DIR:-/tmp/twinscan-gpu}"   # there: parts, unpacked environment, kernel cache
-PART_BYTES=$((60 * 1024 * 1024))
+PART_BYTES=$((48 * 1024 * 1024))  # + the 15 MB working tree < 64 MiB a call
 XZ_LEVEL="${XZ_LEVEL:-1}"
 # The versions this project is tested at (pycolmap-cuda12 at the CPU wheel's version).
 PINS=(gsplat==1.5.3 pycolmap-cuda12==4.2.1 open3d-cpu==0.20.0 usd-core==26.11 av==18.1.0 trimesh==5.2.0
@@ -119,6 +122,9 @@ unpack() {
         -name 'libcurand.so.10*' 2>/dev/null | head -1 || true)"
     [[ -n "$curand" ]] || echo "warning: no libcurand.so.10 found: pycolmap-cuda12 will not import"
     local libs="$env/lib:$(dirname "${curand:-/}")"
+    # CUDA 13 moved CUB and Thrust under include/cccl: host compilers of gsplat's sources look there too
+    local cccl; cccl="$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include/cccl"
+    [[ -d "$cccl" ]] && export CPLUS_INCLUDE_PATH="$cccl${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
     # the carried X11 libraries only where the image has none (they would shadow its own)
     ldconfig -p 2>/dev/null | grep -q 'libX11.so.6 ' || libs="$libs:$env/lib/x11"
     export PYTHONPATH="$REPO:$env/site" LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -137,15 +143,28 @@ with_peak_memory() {
     return "$status"
 }
 
+seconds_left() { echo $((DEADLINE - SECONDS)); }
+
 timed_capture() {  # NAME VIDEO GROUND_TRUTH_DIR QUALITY DEVICE
     local name="$1" video="$2" truth="$3" quality="$4" device="$5"
-    say "twinscan capture $name at $quality (--device $device)"
+    # what is left of the call, less a minute for the render benchmark and the table
+    local budget=$(( $(seconds_left) - 60 ))
+    (( budget > 60 )) || { echo "no time left for the $name capture"; return; }
+    say "twinscan capture $name at $quality (--device $device; stopped after ${budget} s, its finished stages kept)"
     rm -rf "${RESULTS:?}/$name"  # timed from nothing, not resumed
-    with_peak_memory "$RESULTS/$name.peak_mib" "$PY" -m twinscan.cli.app capture "$video" -o "$RESULTS/$name" \
-        -q "$quality" --device "$device" --marker-size 0.30 || echo "error: the $name capture failed (its stages below)"
+    with_peak_memory "$RESULTS/$name.peak_mib" timeout "$budget" "$PY" -m twinscan.cli.app capture "$video" \
+        -o "$RESULTS/$name" -q "$quality" --device "$device" --marker-size 0.30 \
+        || echo "error: the $name capture failed or ran out of time (its finished stages below)"
     "$PY" benchmarks/eval_twin.py "$RESULTS/$name" --sample "$truth" > "$RESULTS/$name.eval.md" 2>&1 \
         || echo "(eval_twin.py could not score it)" >> "$RESULTS/$name.eval.md"
     CAPTURES+=("$name=$RESULTS/$name:$(cat "$RESULTS/$name.peak_mib")")
+    if [[ -e "$RESULTS/$name/twin.usda" && $(seconds_left) -gt 30 ]]; then
+        say "twinscan render from the $name twin: views per second, CUDA against the CPU rasterizer (bench_render.py)"
+        timeout $(( $(seconds_left) - 10 )) "$PY" benchmarks/bench_render.py "$RESULTS/$name" --views 40 --device cuda \
+            | tee "$RESULTS/render.txt" || true
+        timeout $(( $(seconds_left) - 5 )) "$PY" benchmarks/bench_render.py "$RESULTS/$name" --views 5 --device cpu \
+            | tee -a "$RESULTS/render.txt" || true
+    fi
 }
 
 run_checks() {  # STEPS QUALITY DEVICE RESULTS_DIR WALK_PRESET; STEPS: some of tests, sample, walk
@@ -153,6 +172,7 @@ run_checks() {  # STEPS QUALITY DEVICE RESULTS_DIR WALK_PRESET; STEPS: some of t
     RESULTS="$4"
     mkdir -p "$RESULTS"
     CAPTURES=()
+    DEADLINE=$((SECONDS + ${GPU_CHECK_SECONDS:-570}))
     "$PY" - <<'EOF'
 import platform, torch, pycolmap, gsplat
 print(f"python {platform.python_version()}, torch {torch.__version__}, gsplat {gsplat.__version__}, "
@@ -161,12 +181,14 @@ print("GPU:", torch.cuda.get_device_name() if torch.cuda.is_available() else "no
 EOF
     if [[ "$steps" == *tests* ]]; then
         say "gsplat's CUDA kernels (built on first use; TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-all})"
-        timed "$PY" -c "from twinscan.gaussians.raster import cuda_available; print('usable CUDA:', cuda_available())"
+        timed "$PY" -c "from twinscan.gaussians.raster import cuda_available; print('usable CUDA:', cuda_available())" \
+            | tee "$RESULTS/kernels.txt"
+        if [[ "$device" == cuda ]] && ! grep -q "usable CUDA: True" "$RESULTS/kernels.txt"; then
+            echo "error: gsplat's CUDA kernels did not load (above): nothing else here would run on the GPU"; exit 3
+        fi
         say "CUDA tests: CPU rasterizer against gsplat.rasterization; the GPU node's choices"
         "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_parity.py tests/test_gpu_node.py tests/test_splat_geometry.py \
-            -k "not a_capture_records" | tee "$RESULTS/tests.txt"
-        say "peak GPU memory of splat training (benchmarks/bench_gpu_memory.py)"
-        "$PY" benchmarks/bench_gpu_memory.py | tee "$RESULTS/memory.txt"
+            -k "not a_capture_records" | tee "$RESULTS/tests.txt" || true
     fi
     if [[ "$steps" == *sample* ]]; then
         timed_capture sample samples/factory_cell/video.mp4 samples/factory_cell "$quality" "$device"
@@ -182,6 +204,10 @@ print(f"{truth.frame_count} frames {truth.width}x{truth.height} at {truth.fps:g}
 EOF
         timed_capture walk "$RESULTS/walk_capture/video.mp4" "$RESULTS/walk_capture" "$quality" "$device"
     fi
+    if [[ "$steps" == *tests* && $(seconds_left) -gt 60 ]]; then
+        say "peak GPU memory of splat training (benchmarks/bench_gpu_memory.py)"
+        timeout $(( $(seconds_left) - 20 )) "$PY" benchmarks/bench_gpu_memory.py | tee "$RESULTS/memory.txt" || true
+    fi
     say "results (markdown, for docs/benchmarks.md)"
     {
         echo "$(date -u +%F), $("$PY" -c 'import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU only")'), $(nproc) cores"
@@ -193,7 +219,7 @@ EOF
         done
     } | tee "$RESULTS/gpu_check.md"
     if [[ -n "${OUT:-}" ]]; then  # the device tool returns at most 8 small files from $OUT
-        cp "$RESULTS"/gpu_check.md "$RESULTS"/tests.txt "$RESULTS"/memory.txt "$OUT"/ 2>/dev/null || true
+        cp "$RESULTS"/gpu_check.md "$RESULTS"/tests.txt "$RESULTS"/memory.txt "$RESULTS"/render.txt "$OUT"/ 2>/dev/null || true
     fi
 }
 
@@ -209,6 +235,8 @@ case "${1:-}" in
         esac
         [[ "${3:-}" == --walk-seconds ]] && WALK_SECONDS="$4"
         command -v nvidia-smi >/dev/null || { echo "error: run needs an NVIDIA GPU (no nvidia-smi here); on the CPU use dry-run"; exit 2; }
+        # the whole log comes back from the device even when the call runs out of time
+        [[ -n "${OUT:-}" ]] && exec > >(tee "$OUT/run.log") 2>&1
         unpack
         PY=python3
         arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)"
