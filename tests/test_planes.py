@@ -341,6 +341,33 @@ def test_a_blank_panel_that_leaves_no_depth_is_told_from_free_space_by_its_flat_
     assert flat_spans(blank_room_photos(blank_room(with_panel=False), cameras), renders, spans[:1]) == [0]
 
 
+def test_a_glossy_panel_whose_splats_render_nothing_is_told_from_a_backdrop_by_the_known_room() -> None:
+    """A red lacquered guard: its splats fade to nothing (they model its reflections, far behind it), and
+    the walls behind it, seen only from across the cell, render nothing either: only the twin's known
+    surface (collider and wall patches) holds them. Against that surface its flat face is a panel's;
+    with nothing known behind it, it could be a plain backdrop, and is not taken."""
+    import cv2
+
+    from twinscan.meshing.panels import FLAT_GRADIENT, SPAN_HEIGHTS, _flat_span, _with_known
+
+    cameras = blank_room_walk(24)
+    room = blank_room(with_panel=False)
+    renders = render_mesh_views(room, BLANK_K, cameras, BLANK_W, BLANK_H)
+    photos = blank_room_photos(blank_room(with_panel=True), cameras)
+    grey = [cv2.GaussianBlur(cv2.cvtColor(c, cv2.COLOR_RGB2GRAY).astype(np.float32), (3, 3), 0) for c in photos.colour]
+    flat = np.stack([np.hypot(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) < FLAT_GRADIENT
+                     for g in grey])
+    panel_pixels = np.all(photos.colour == PANEL_GREY, axis=-1)
+    # nothing rendered at the panel, nor at the walls 1.5 m or more past the walk
+    depth = np.where(renders.valid(0.5) & ~panel_pixels & (renders.depth < 3.0), renders.depth, 0.0)
+    (x0, x1), y, _ = BLANK_PANEL
+    panel, in_front = (np.array([x0, y]), np.array([x1, y])), (np.array([x0, y - 1.0]), np.array([x1, y - 1.0]))
+    assert _flat_span(renders, depth, flat, *panel, SPAN_HEIGHTS) == 0
+    filled = _with_known(renders, depth, room)
+    assert _flat_span(renders, filled, flat, *panel, SPAN_HEIGHTS) >= 12
+    assert _flat_span(renders, filled, flat, *in_front, SPAN_HEIGHTS) == 0
+
+
 def test_a_room_without_a_blank_panel_gets_none() -> None:
     cameras = blank_room_walk(24)
     renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)
