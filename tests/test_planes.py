@@ -368,6 +368,23 @@ def test_a_glossy_panel_whose_splats_render_nothing_is_told_from_a_backdrop_by_t
     assert _flat_span(renders, filled, flat, *in_front, SPAN_HEIGHTS) == 0
 
 
+def test_a_panels_collider_is_a_closed_slab_about_its_outline() -> None:
+    """A board's outline says where it stands, not how thick it is: its collider is a solid slab
+    PANEL_THICKNESS thick about the line of its ends (a single quad lay on one face of the board and was
+    one sheet of triangles for a simulator), from the floor to its top."""
+    from twinscan.meshing.panels import PANEL_THICKNESS, Panel, panel_mesh
+
+    panel = Panel(np.array([[0.0, 0.0], [0.6, 0.8]]), top=1.2, views=8)
+    slab = panel_mesh([panel])
+    assert slab.is_watertight and slab.volume == pytest.approx(1.0 * PANEL_THICKNESS * 1.2, rel=1e-6)
+    normal = np.array([-0.8, 0.6, 0.0])
+    offsets = slab.vertices @ normal
+    assert offsets.min() == pytest.approx(-PANEL_THICKNESS / 2) and offsets.max() == pytest.approx(PANEL_THICKNESS / 2)
+    assert slab.bounds[0, 2] == pytest.approx(0.0) and slab.bounds[1, 2] == pytest.approx(1.2)
+    along = slab.vertices @ np.array([0.6, 0.8, 0.0])
+    assert along.min() == pytest.approx(0.0) and along.max() == pytest.approx(1.0)
+
+
 def test_a_room_without_a_blank_panel_gets_none() -> None:
     cameras = blank_room_walk(24)
     renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)
