@@ -71,6 +71,10 @@ TOP_ROWS = 4  # ... the rows below: this many; and any rendered by fewer than TO
 TOP_NONE = 0.25
 WALL_YAW_DEG = 3.0  # a wall's plan line is sought this far either side of the vote's direction ...
 WALL_YAW_STEP_DEG = 0.1  # ... in these steps
+# views that must render a wall bounding the capture: its whole band is one surface, judged by these views
+# alone. The hard cells' and the sample's walls are rendered by 9-62 views; a 0.5 m fragment of a low wall
+# that 4 views rendered, across the cell, took a plan yaw 8 degrees off (hard seed 3, 2026-12-04)
+MIN_WALL_VIEWS = 6
 BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand beyond it ...
 BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of its cells bounds nothing
 
@@ -136,7 +140,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             covered = _held_share(collider, parts, cells, wall.frame, cfg)
             # the collider holds none of it, and nothing stands behind it: what most views show in front
             # of it (the machines before the wall) says nothing against it; only views that looked past it do
-            if not (cells.any() and seen_by >= cfg.min_views and unblocked >= cfg.min_seen_share
+            if not (cells.any() and seen_by >= MIN_WALL_VIEWS and unblocked >= cfg.min_seen_share
                     and covered <= cfg.missing_share):
                 wall = None
             else:
