@@ -480,3 +480,21 @@ def test_a_walls_top_is_where_its_renders_fall_off_not_where_they_thin_out() -> 
     assert abs(low_rows[_top_row(low_wall)] + 0.025 - 1.2) <= 0.05
     assert _top_row(low_wall / 14) == len(low_wall) - 1, "a wall seen in scraps keeps its hull"
     assert _top_row(np.full(20, 3.0)) == 19
+
+
+def test_a_bounding_wall_seen_in_fragments_is_closed_to_its_rectangle() -> None:
+    """Seen across the cell between the machines before it, a wall bounding the capture leaves fragments:
+    here its lower left and its upper right. The hull of them cut its upper left corner off on a slant
+    (on the hard cells, 0.4-0.8 m2 of each east wall); the wall is the rectangle they span."""
+    from twinscan.meshing.planes import _cell_centres, _footprint
+
+    rng = np.random.default_rng(5)
+    low_left = np.column_stack([rng.uniform(-1.5, -1.0, 300), np.full(300, WALL_Y), rng.uniform(0.2, 0.8, 300)])
+    up_right = np.column_stack([rng.uniform(1.0, 1.5, 300), np.full(300, WALL_Y), rng.uniform(1.5, 2.0, 300)])
+    cfg = PlaneConfig()
+    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), np.vstack([low_left, up_right]),
+                              np.array([0.0, -1.0, 0.0]), np.array([0.0, WALL_Y, 1.0]), 0.05, cfg, bounding=True)
+    centres = _cell_centres(cells, frame, cfg.cell)[cells.ravel()]
+    upper_left = (centres[:, 0] < -1.3) & (centres[:, 2] > 1.8)
+    assert upper_left.sum() >= 0.8 * (0.2 / cfg.cell) * (0.2 / cfg.cell), upper_left.sum()
+    assert centres[:, 0].min() >= -1.55 and centres[:, 0].max() <= 1.55 and centres[:, 2].max() <= 2.05

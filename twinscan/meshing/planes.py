@@ -651,10 +651,22 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
     occupied = np.zeros(ij.max(axis=0) + 2, bool)
     occupied[ij[:, 0], ij[:, 1]] = True
     cells = _hulls(occupied, None if bounding else max(1, int(round(cfg.bridge / cfg.cell / 2))))
+    if bounding and abs(normal[2]) <= 0.5:
+        cells = _rectangle(cells)
     origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
     if abs(normal[2]) <= 0.5:
         cells, origin = _down_to_floor(cells, origin, v, cfg.cell, np.inf if bounding else cfg.bridge)
     return _large_parts(cells, cfg.min_area / cfg.cell ** 2), _Frame(origin, u, v, normal)
+
+
+def _rectangle(cells: np.ndarray) -> np.ndarray:
+    """The raster's rectangle spanned by `cells`: a wall bounding the capture is seen in fragments between
+    the machines before it, and the hull of those cuts its upper corners off on a slant."""
+    filled = np.zeros_like(cells)
+    if cells.any():
+        (i0, j0), (i1, j1) = np.argwhere(cells).min(axis=0), np.argwhere(cells).max(axis=0)
+        filled[i0:i1 + 1, j0:j1 + 1] = True
+    return filled
 
 
 def _down_to_floor(cells: np.ndarray, origin: np.ndarray, v: np.ndarray, cell: float,
