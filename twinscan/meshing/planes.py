@@ -299,8 +299,8 @@ def _bounding_wall(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarray, nor
     (`_nothing_behind`). Seen only from across the cell, such a wall renders and fuses as a layer as
     thick as `band`, its normals scattered, and only in fragments, where the views saw it between the
     machines: all the points in the band (fused, rendered and SfM: `points`, `sfm`) are its support,
-    placed by `_wall_line`, and its fragments are one surface (one hull, carved later where views looked
-    through an opening)."""
+    placed by `_wall_line`, and its fragments are one surface (the rectangle they span, carved later where
+    views looked through an opening)."""
     level = np.array([normal[0], normal[1], 0.0]) / np.linalg.norm(normal[:2])
     level, centre = _wall_line(points, sfm, level, centre, band)
     if centre is None:
@@ -636,9 +636,9 @@ def _axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, normal: np.ndarray, centre: np.ndarray,
                distance: float, cfg: PlaneConfig, bounding: bool = False) -> tuple[np.ndarray | None, _Frame | None]:
     """The cells of the plane its support covers (the fused surface facing its way, and `loose`
-    without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`; all of
-    them in one for a wall `bounding` the capture, whose columns all stand on the floor: what the
-    machines before such a wall hide of it is its foot, however high they are)."""
+    without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`); for a
+    wall `bounding` the capture, the rectangle they span (`_rectangle`), whose columns all stand on the
+    floor: what the machines before such a wall hide of it is its foot, however high they are)."""
     near = np.abs((points - centre) @ normal) <= distance
     near &= (normals @ normal) >= np.cos(np.radians(cfg.normal_agreement_deg))
     support = np.concatenate([points[near], loose[np.abs((loose - centre) @ normal) <= distance]])
@@ -650,9 +650,7 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
     ij = (np.floor(coords / cfg.cell) - low).astype(np.int64)
     occupied = np.zeros(ij.max(axis=0) + 2, bool)
     occupied[ij[:, 0], ij[:, 1]] = True
-    cells = _hulls(occupied, None if bounding else max(1, int(round(cfg.bridge / cfg.cell / 2))))
-    if bounding and abs(normal[2]) <= 0.5:
-        cells = _rectangle(cells)
+    cells = _rectangle(occupied) if bounding else _hulls(occupied, max(1, int(round(cfg.bridge / cfg.cell / 2))))
     origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
     if abs(normal[2]) <= 0.5:
         cells, origin = _down_to_floor(cells, origin, v, cfg.cell, np.inf if bounding else cfg.bridge)
@@ -661,7 +659,7 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
 
 def _rectangle(cells: np.ndarray) -> np.ndarray:
     """The raster's rectangle spanned by `cells`: a wall bounding the capture is seen in fragments between
-    the machines before it, and the hull of those cuts its upper corners off on a slant."""
+    the machines before it, and the hull of those cut its upper corners off on a slant."""
     filled = np.zeros_like(cells)
     if cells.any():
         (i0, j0), (i1, j1) = np.argwhere(cells).min(axis=0), np.argwhere(cells).max(axis=0)
@@ -685,14 +683,11 @@ def _down_to_floor(cells: np.ndarray, origin: np.ndarray, v: np.ndarray, cell: f
     return cells & (heights > 0)[None], origin
 
 
-def _hulls(occupied: np.ndarray, reach: int | None) -> np.ndarray:
-    """The occupied cells grouped where they come within 2 * `reach` cells of each other (all in one
-    group with None), each group closed to its convex hull (an alpha shape with a large alpha): what lies
-    between the fragments of one surface is that surface, unless views looked through it (carved later)."""
-    if reach is None:
-        groups, count = occupied.astype(np.int64), 1
-    else:
-        groups, count = ndimage.label(ndimage.binary_dilation(occupied, structure=_disk(reach)), structure=np.ones((3, 3)))
+def _hulls(occupied: np.ndarray, reach: int) -> np.ndarray:
+    """The occupied cells grouped where they come within 2 * `reach` cells of each other, each group
+    closed to its convex hull (an alpha shape with a large alpha): what lies between the fragments of one
+    surface is that surface, unless views looked through it (carved later)."""
+    groups, count = ndimage.label(ndimage.binary_dilation(occupied, structure=_disk(reach)), structure=np.ones((3, 3)))
     cells = occupied.copy()
     i, j = np.mgrid[0:occupied.shape[0], 0:occupied.shape[1]]
     centres = np.column_stack([i.ravel(), j.ravel()]) + 0.5
