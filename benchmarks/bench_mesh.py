@@ -11,7 +11,7 @@ Meshed by:
   - twinscan: TSDF fusion + cleanup + floor + decimation + texture (`build_meshes`, preset config);
     with `--capture`, also with each `--variant FIELD=VALUE` of the config in the same run (default:
     `planes.enabled=false`, the plain median-depth TSDF colliders without planar completion; e.g.
-    `min_agreeing_views=2` for view-consistent fusion); their colliders (collision mesh, planar patches
+    `min_agreeing_views=0` to fuse every depth pixel unconfirmed); their colliders (collision mesh, planar patches
     and floor slab) are also scored floor and structure apart (accuracy, completeness and F-score at 2
     and 5 cm, truth seen by >= 2);
   - Poisson: the point cloud (back-projected views, or SfM points), normals estimated and turned

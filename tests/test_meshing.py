@@ -422,6 +422,31 @@ def test_depth_that_no_other_view_confirms_stays_out_of_the_fusion():
     assert kept_all is depth
 
 
+def test_only_depth_beyond_the_agreement_distance_needs_other_views():
+    """Depth nearer than `beyond` enters as rendered (the walk's close views pin the splats best); further
+    off, a pixel no other view confirms stays out. One view renders two unconfirmed blobs, one nearer and
+    one further than the distance: only the further goes."""
+    from twinscan.meshing.fusion import consistent_depth
+
+    scene = trimesh.creation.box(extents=(2.0, 2.0, 1.0))
+    scene.apply_translation((0, 0, 0.5))
+    cameras = np.array([look_at((4.0 * np.cos(a), 4.0 * np.sin(a), 1.5), (0, 0, 0.5))
+                        for a in np.linspace(-0.6, 0.6, 7)])
+    views = render_mesh_views(scene, K, cameras, WIDTH, HEIGHT)
+    depth = views.depth.copy()
+    depth[~np.isfinite(depth)] = 0
+    depth[3, 60:80, 40:60] *= 0.7  # nearer than the wall
+    depth[3, 60:80, 90:110] *= 0.9
+    near, far = depth[3, 60:80, 40:60], depth[3, 60:80, 90:110]
+    assert (near > 0).all() and (far > 0).all() and near.max() < far.min()
+    beyond = (near.max() + far.min()) / 2
+    kept, _ = consistent_depth(views, depth, min_agreeing=2, tolerance=0.02, beyond=beyond)
+    assert (kept[3, 60:80, 40:60] == near).all()
+    assert (kept[3, 60:80, 90:110] == 0).all()
+    confirmed, _ = consistent_depth(views, depth, min_agreeing=2, tolerance=0.02)
+    assert (confirmed[3, 60:80, 40:60] == 0).all()  # without the distance, the near blob goes too
+
+
 def test_the_mesh_progress_counts_only_steps_that_run():
     """Without --convex the bar has five steps and every one of them is reported (with it, six: the
     convex parts; CoACD is too slow to run here for a progress count)."""

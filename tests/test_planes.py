@@ -87,8 +87,9 @@ def built():
     hard = hard_renders(views)
     cfg = MeshConfig(resolution=192, collision_faces=4000, visual_faces=6000, texture_size=0)
     with_planes = build_meshes(hard, cfg)
+    # the plain fusion: every depth pixel fused, no planes
     without = build_meshes(hard, MeshConfig(resolution=192, collision_faces=4000, visual_faces=6000, texture_size=0,
-                                            planes=PlaneConfig(enabled=False)))
+                                            min_agreeing_views=0, planes=PlaneConfig(enabled=False)))
     return truth, views, with_planes, without
 
 

@@ -166,7 +166,8 @@ def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[
     depth = fusion.clean_depth(views, cfg.min_alpha, cfg.edge_jump)
     voxel = cfg.voxel_size(float(np.max(upper - lower)), fusion.pixel_footprint(views, depth))
     if cfg.min_agreeing_views:
-        depth, kept = fusion.consistent_depth(views, depth, cfg.min_agreeing_views, cfg.agreement_tolerance)
+        depth, kept = fusion.consistent_depth(views, depth, cfg.min_agreeing_views, cfg.agreement_tolerance,
+                                              cfg.agreement_beyond)
         figures.update(depth_pixels_agreeing=round(kept, 4))
     raw = fusion.fuse_tsdf(views, depth, voxel, cfg.trunc_voxels, _max_depth(depth), cfg.min_weight)
     figures.update(voxel_size_m=round(voxel, 5), raw_faces=len(raw.faces))

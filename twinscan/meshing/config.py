@@ -20,10 +20,14 @@ class MeshConfig:
     min_alpha: float = 0.5  # pixels rendered less opaque than this carry no depth
     edge_jump: float = 0.02  # a pixel whose 3x3 neighbourhood spans this relative depth range is a silhouette
     min_weight: float = 1.0  # TSDF voxels with less integration weight (about: views) are not surface
-    # a depth pixel is fused only where this many other views saw the same surface (0: every pixel);
-    # agreement is within agreement_tolerance of the depth (fusion.consistent_depth)
-    min_agreeing_views: int = 0
+    # a depth pixel further than agreement_beyond metres is fused only where this many other views saw the
+    # same surface (0: every pixel), within agreement_tolerance of the depth (fusion.consistent_depth).
+    # Nearer depth enters as rendered: it is where the splats are pinned best, and demanding agreement
+    # there too cut the machines the walk passed close to (hard cell seed 5, structure complete@5 87.3 ->
+    # 85.0 %; beyond 3 m: 86.2 %, with p95 7.34 -> 6.04 cm and F@5 0.899 unchanged; 2026-12-04)
+    min_agreeing_views: int = 2
     agreement_tolerance: float = 0.02
+    agreement_beyond: float = 3.0
     min_views: int = 2  # a face must be seen by this many views to count as captured
     min_component_voxels: float = 100.0  # components with less area than this many voxel faces go
     max_floater_voxels: float = 2500.0  # floating components up to this area (voxel faces) go
@@ -52,9 +56,10 @@ class MeshConfig:
         if self.collision_faces < 100 or self.visual_faces < 100:
             raise TwinscanError("face budgets below 100 faces cannot describe a scene",
                                 "raise collision_faces / visual_faces")
-        if self.min_agreeing_views < 0 or not 0 < self.agreement_tolerance < 1:
+        if self.min_agreeing_views < 0 or not 0 < self.agreement_tolerance < 1 or self.agreement_beyond < 0:
             raise TwinscanError(f"view agreement {self.min_agreeing_views} views within {self.agreement_tolerance} "
-                                "is invalid", "use 0 or more views and a tolerance between 0 and 1")
+                                f"beyond {self.agreement_beyond} m is invalid",
+                                "use 0 or more views, a tolerance between 0 and 1 and a distance of 0 m or more")
         if self.min_views < 1:
             raise TwinscanError(f"min_views must be at least 1 (got {self.min_views})", "use 1 or more")
 

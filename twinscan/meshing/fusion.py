@@ -29,8 +29,9 @@ def clean_depth(views: DepthViews, min_alpha: float, edge_jump: float) -> np.nda
 
 
 def consistent_depth(views: DepthViews, depth: np.ndarray, min_agreeing: int, tolerance: float,
-                     neighbours: int = 8) -> tuple[np.ndarray, float]:
-    """Keep a depth pixel only where at least `min_agreeing` other views saw the same surface there.
+                     beyond: float = 0.0, neighbours: int = 8) -> tuple[np.ndarray, float]:
+    """Keep a depth pixel further than `beyond` metres only where at least `min_agreeing` other views saw
+    the same surface there (nearer pixels are kept as they are).
 
     As COLMAP's stereo fusion does: each pixel's 3D point is projected into the `neighbours` views
     whose cameras look most alike (nearest centres among those facing the same way); it agrees with a
@@ -53,7 +54,9 @@ def consistent_depth(views: DepthViews, depth: np.ndarray, min_agreeing: int, to
     pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
     kept = np.zeros_like(depth)
     for i in range(n):
-        valid = depth[i].reshape(-1) > 0
+        near = (depth[i] > 0) & (depth[i] <= beyond)
+        kept[i][near] = depth[i][near]
+        valid = depth[i].reshape(-1) > beyond
         if not valid.any():
             continue
         z = depth[i].reshape(-1)[valid].astype(np.float64)
@@ -66,9 +69,7 @@ def consistent_depth(views: DepthViews, depth: np.ndarray, min_agreeing: int, to
             inside, row, col, zj = views.pixels(j, world)
             seen = depth[j, row, col]
             agree += inside & (seen > 0) & (np.abs(seen - zj) <= tolerance * zj)
-        flat = np.zeros(h * w, np.float32)
-        flat[np.flatnonzero(valid)[agree >= min_agreeing]] = z[agree >= min_agreeing]
-        kept[i] = flat.reshape(h, w)
+        kept[i].reshape(-1)[np.flatnonzero(valid)[agree >= min_agreeing]] = z[agree >= min_agreeing]
     total = int((depth > 0).sum())
     return kept, float((kept > 0).sum() / total) if total else 1.0
 
