@@ -395,11 +395,8 @@ def test_floor_plane_is_found_among_clutter_and_tilted() -> None:
     assert found.height == pytest.approx(0.01, abs=1e-3) and found.tilt_deg == pytest.approx(0.23, abs=0.05)
 
 
-def test_depth_that_no_other_view_confirms_stays_out_of_the_fusion():
-    """A blob that one view alone renders in front of the scene is dropped; the surface every view sees
-    is kept, and so the fused mesh has no blob where only that view put one."""
-    from twinscan.meshing.fusion import consistent_depth
-
+def box_seen_from_an_arc():
+    """A 2 x 2 x 1 m box rendered by seven views on an arc 4 m away: the views, and their depth (0: none)."""
     scene = trimesh.creation.box(extents=(2.0, 2.0, 1.0))
     scene.apply_translation((0, 0, 0.5))
     cameras = np.array([look_at((4.0 * np.cos(a), 4.0 * np.sin(a), 1.5), (0, 0, 0.5))
@@ -407,6 +404,15 @@ def test_depth_that_no_other_view_confirms_stays_out_of_the_fusion():
     views = render_mesh_views(scene, K, cameras, WIDTH, HEIGHT)
     depth = views.depth.copy()
     depth[~np.isfinite(depth)] = 0
+    return views, depth
+
+
+def test_depth_that_no_other_view_confirms_stays_out_of_the_fusion():
+    """A blob that one view alone renders in front of the scene is dropped; the surface every view sees
+    is kept, and so the fused mesh has no blob where only that view put one."""
+    from twinscan.meshing.fusion import consistent_depth
+
+    views, depth = box_seen_from_an_arc()
     depth[3, 40:60, 50:70] *= 0.8  # view 3 alone sees a blob 20 % nearer than the wall
     kept, share = consistent_depth(views, depth, min_agreeing=2, tolerance=0.02)
     assert (kept[3, 40:60, 50:70] == 0).all()
@@ -428,13 +434,7 @@ def test_only_depth_beyond_the_agreement_distance_needs_other_views():
     one further than the distance: only the further goes."""
     from twinscan.meshing.fusion import consistent_depth
 
-    scene = trimesh.creation.box(extents=(2.0, 2.0, 1.0))
-    scene.apply_translation((0, 0, 0.5))
-    cameras = np.array([look_at((4.0 * np.cos(a), 4.0 * np.sin(a), 1.5), (0, 0, 0.5))
-                        for a in np.linspace(-0.6, 0.6, 7)])
-    views = render_mesh_views(scene, K, cameras, WIDTH, HEIGHT)
-    depth = views.depth.copy()
-    depth[~np.isfinite(depth)] = 0
+    views, depth = box_seen_from_an_arc()
     depth[3, 60:80, 40:60] *= 0.7  # nearer than the wall
     depth[3, 60:80, 90:110] *= 0.9
     near, far = depth[3, 60:80, 40:60], depth[3, 60:80, 90:110]
