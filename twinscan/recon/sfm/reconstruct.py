@@ -145,6 +145,11 @@ def map_features(database: Path, image_dir: Path, work: Path, cfg: SfmConfig) ->
     else:
         options = pycolmap.GlobalPipelineOptions()
     options.random_seed = cfg.seed
+    if cfg.device.name != "cuda":
+        # one thread: with the default (every core) three processes mapping the same verified matches side by
+        # side on a loaded 2-core machine gave one model whose poses differed in the last bits (CI,
+        # 2026-12-04): thread scheduling reaches the mapper's sums
+        options.num_threads = 1
     run = pycolmap.incremental_mapping if cfg.mapper == "incremental" else pycolmap.global_mapping
     return run(database, image_dir, models, options=options)
 
