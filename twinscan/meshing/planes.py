@@ -662,7 +662,8 @@ def _rectangle(cells: np.ndarray) -> np.ndarray:
     the machines before it, and the hull of those cut its upper corners off on a slant."""
     filled = np.zeros_like(cells)
     if cells.any():
-        (i0, j0), (i1, j1) = np.argwhere(cells).min(axis=0), np.argwhere(cells).max(axis=0)
+        occupied = np.argwhere(cells)
+        (i0, j0), (i1, j1) = occupied.min(axis=0), occupied.max(axis=0)
         filled[i0:i1 + 1, j0:j1 + 1] = True
     return filled
 
