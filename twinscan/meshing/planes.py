@@ -57,6 +57,7 @@ class PlaneConfig:
 
 
 MIN_PINNING_POINTS = 10  # SfM points that place a plane voted for by position
+PINNED_TOP = 0.95  # a wall stands at least as high as this share of its SfM points
 BAND_WIDTHS = 4  # a plane voted for by position takes the points this many bins either side
 DEPTH_SHARE = 0.02  # renders count as showing a point within this share of its depth (or the tolerance)
 NORMAL_NEIGHBOURS = 16  # samples (one per voxel) a point's normal is fitted to
@@ -133,7 +134,8 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         wall = _bounding_wall(points, sfm, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
             if abs(normal[2]) <= 0.5 else None
         if wall is not None:
-            cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg)
+            cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg,
+                                                   keep_below=wall.pinned_top)
             cells = _outside(collider, cells, wall.frame, cfg)
             if _layer_of_a_wall(parts, planes, cells, wall.frame, cfg.cell):
                 continue
@@ -191,22 +193,22 @@ def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: 
     return _covered_share(held, _cell_centres(cells, frame, cfg.cell)[kept], cfg.covered)
 
 
-def _trimmed_top(cells: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """An upright patch's cells (raster rows bottom up; `seen`, one per cell of the raster: how many views
-    render it where it lies) less its top rows that the views render less than TOP_SHARE as often as
-    the best of the TOP_ROWS rows below them, or next to never (when its best row is rendered by at
-    least one view per cell, on average: a wall seen in scraps says nothing of its top). The hull of its
-    support reaches up to the floaters above its top (5-27 cm on the hard cells' walls, 15 cm on the
-    sample's low wall), and nothing behind a wall carves them (the views render the machines before it,
-    or nothing). Against the rows just below, not the best row: how often a wall is rendered may fall
-    off gradually with height (the sample's low wall: 13 views per cell at its foot, 3 at its top; the
-    best-row rule cut it to 0.46 m), and that is no top."""
+def _trimmed_top(cells: np.ndarray, seen: np.ndarray, keep_rows: int = 0) -> np.ndarray:
+    """An upright patch's cells (raster rows bottom up; `seen`, one per cell of the raster: how many views render
+    it where it lies) less its top rows, above its first `keep_rows`, that the views render less than
+    TOP_SHARE as often as the best of the TOP_ROWS rows below them, or next to never (when its best row is
+    rendered by at least one view per cell, on average: a wall seen in scraps says nothing of its top). The
+    hull of its support reaches up to the floaters above its top (5-27 cm on the hard cells' walls, 15 cm on
+    the sample's low wall), and nothing behind a wall carves them (the views render the machines before it, or
+    nothing). Against the rows just below, not the best row: how often a wall is rendered may fall off
+    gradually with height (the sample's low wall: 13 views per cell at its foot, 3 at its top; the best-row
+    rule cut it to 0.46 m), and that is no top."""
     rows = np.flatnonzero(cells.any(axis=0))  # frame.v points up: the last rows are the top
     if not len(rows):
         return cells
     per_cell = np.where(cells, seen.reshape(cells.shape), 0)[:, rows].sum(axis=0) / cells[:, rows].sum(axis=0)
     trimmed = cells.copy()
-    trimmed[:, rows[_top_row(per_cell)] + 1:] = False
+    trimmed[:, max(rows[_top_row(per_cell)] + 1, keep_rows):] = False
     return trimmed
 
 
@@ -257,11 +259,11 @@ def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cfg: P
 
 
 def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
-            cfg: PlaneConfig) -> tuple[np.ndarray, int, float, float]:
-    """What the views' renders say of a footprint: (its cells carved back where views looked through,
-    and an upright one's top trimmed where they stop rendering it (`_trimmed_top`); the views that render
-    it, the share of the views rendering at it that render it where it lies, and that share among the
-    views not blocked by something nearer)."""
+            cfg: PlaneConfig, keep_below: float = 0.0) -> tuple[np.ndarray, int, float, float]:
+    """What the views' renders say of a footprint: (its cells carved back where views looked through, and an
+    upright one's top trimmed where they stop rendering it (`_trimmed_top`), never below `keep_below` metres;
+    the views that render it, the share of the views rendering at it that render it where it lies, and that
+    share among the views not blocked by something nearer)."""
     on, through, behind = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 2 * distance)
     seen = on.sum(axis=0)
     # carved where views looked through (a reflection's depth shows in some views only: kept)
@@ -274,7 +276,8 @@ def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarr
     # ... unless nothing stands behind it (a wall bounding the cell)
     unblocked = seen[kept].sum() / max(int((seen + through)[kept].sum()), 1)
     if abs(frame.normal[2]) <= 0.5:
-        cells = _trimmed_top(cells, seen)
+        heights = frame.origin[2] + (np.arange(cells.shape[1]) + 0.5) * cfg.cell * frame.v[2]
+        cells = _trimmed_top(cells, seen, int((heights <= keep_below).sum()))
     return cells, seen_by, float(share), float(unblocked)
 
 
@@ -291,6 +294,7 @@ class _Wall:
     cells: np.ndarray
     frame: _Frame  # its normal level
     centre: np.ndarray  # the middle of its support
+    pinned_top: float  # metres: the wall stands at least this high (its SfM points reach it; 0 without them)
 
 
 def _bounding_wall(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarray, normal: np.ndarray,
@@ -310,7 +314,17 @@ def _bounding_wall(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarray, nor
                               bounding=True)
     if cells is None or not _nothing_behind(everything, cameras, cells, frame, cfg.cell):
         return None
-    return _Wall(cells, frame, centre)
+    return _Wall(cells, frame, centre, _pinned_top(sfm, frame.normal, centre, band))
+
+
+def _pinned_top(sfm: np.ndarray, level: np.ndarray, centre: np.ndarray, band: float) -> float:
+    """How high a wall's SfM points reach (the PINNED_TOP quantile of those within `band / 4` of it), 0 with
+    fewer than MIN_PINNING_POINTS. Seen from across the cell past machines as tall as the camera, a wall's
+    upper part is seen by few views and its splats there render transparent, so the renders stop well
+    below its top; its features still triangulate there (hard seed 5's east wall: renders to 1.2 m, SfM
+    points to 1.9 m of 2 m)."""
+    on = sfm[np.abs((sfm - centre) @ level) <= band / 4]
+    return float(np.quantile(on[:, 2], PINNED_TOP)) if len(on) >= MIN_PINNING_POINTS else 0.0
 
 
 def _wall_line(points: np.ndarray, sfm: np.ndarray, level: np.ndarray, centre: np.ndarray,
@@ -332,6 +346,7 @@ def _wall_line(points: np.ndarray, sfm: np.ndarray, level: np.ndarray, centre: n
             along = np.linalg.svd(inliers[:, :2] - inliers[:, :2].mean(axis=0), full_matrices=False)[2][0]
             fitted = np.array([-along[1], along[0], 0.0])
             level = fitted if fitted @ level >= 0 else -fitted
+            centre = inliers.mean(axis=0)  # the next, nearer fit about this line, not the vote's
     else:
         level = _densest_yaw(points[near], level, centre, band / 2)
     for _ in range(3):  # the median of the whole layer, centred on it
