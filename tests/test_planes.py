@@ -386,6 +386,23 @@ def test_a_panels_collider_is_a_closed_slab_about_its_outline() -> None:
     assert along.min() == pytest.approx(0.0) and along.max() == pytest.approx(1.0)
 
 
+def test_no_panel_stands_on_the_walk() -> None:
+    """Of edge columns seen in a glossy guard's mirror image (a post standing before it, seen behind it), a
+    span to one lay 0.21 m from the walk (hard seed 5): the phone was there, and whoever held it stood
+    behind it. Spans clear of the walk stay, and so does one the walk passes between two cameras."""
+    from twinscan.meshing.panels import WALK_CLEARANCE, _clear_of_walk, _spans
+
+    walk = np.array([[2.5 * np.cos(a), 2.5 * np.sin(a)] for a in np.linspace(0, 2 * np.pi, 13)])  # 1.3 m steps
+    panel, mirrored = (np.array([-0.5, 0.8]), np.array([0.5, 0.8])), np.array([1.2, 2.05])
+    assert _clear_of_walk(walk, *panel)
+    assert not _clear_of_walk(walk, panel[1], mirrored)
+    between = (walk[0] + walk[1]) / 2  # no camera within 0.6 m of it, but the walk passes through it
+    radial = between / np.linalg.norm(between)
+    assert not _clear_of_walk(walk, between + 0.1 * radial, between - 0.25 * radial)
+    assert np.linalg.norm(walk - (between + 0.1 * radial), axis=1).min() > WALK_CLEARANCE
+    assert _spans(np.array([*panel, mirrored]), None, walk) == [(0, 1)]
+
+
 def test_a_room_without_a_blank_panel_gets_none() -> None:
     cameras = blank_room_walk(24)
     renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)

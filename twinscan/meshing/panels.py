@@ -10,7 +10,8 @@ view: plan cells vote with the image gradient across that direction, and a real 
 responses at all its heights in most of the views that see it (`_edge_columns`). Two edge columns whose
 span projects onto flat pixels in nearly every view that sees it, where the views that see past it show
 texture on what stands behind (a plain wall already in the twin is flat from everywhere, and so says
-nothing), bound a panel (`_flat_span`), standing on the floor up to where its flat face ends.
+nothing), bound a panel (`_flat_span`), standing on the floor up to where its flat face ends, and clear of
+the walk the phone took (`_clear_of_walk`: a glossy panel's mirror images have edges too).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business
 OCCLUSION = 0.10  # metres: a known surface this much nearer than a sample hides it
 MAX_DEPTH = 8.0  # metres: further off, a 2 cm column is a third of a pixel wide at 640 pixels
 MIN_LENGTH, MAX_LENGTH = 0.30, 3.00  # metres: a panel's width
+WALK_CLEARANCE = 0.30  # metres: no panel stands this near the path the phone took
 SPAN_STEPS = 12  # samples along a span (its middle 80 %), at each of SPAN_HEIGHTS
 SPAN_HEIGHTS = np.arange(0.20, 1.01, 0.20)
 TOP_STEP = 0.05  # metres: the top is probed at this spacing, up to MAX_TOP
@@ -82,7 +84,9 @@ def textureless_panels(views: DepthViews, depth: np.ndarray, known: trimesh.Trim
     flat = np.stack([np.hypot(gx, gy) < FLAT_GRADIENT for gx, gy in gradients])
     known_plan = _known_plan(known)
     columns, edge_views = _edge_columns(views, depth, gradients, known_plan)
-    flat_spans = [(edge_views[i] + edge_views[j], seen, columns[i], columns[j]) for i, j in _spans(columns, known_plan)
+    path = views.world_from_cam[:, :2, 3]
+    flat_spans = [(edge_views[i] + edge_views[j], seen, columns[i], columns[j])
+                  for i, j in _spans(columns, known_plan, path)
                   if (seen := _flat_span(views, depth, flat, columns[i], columns[j], SPAN_HEIGHTS))]
     panels: list[Panel] = []
     # the strongest outline first: of the spans that share one end, the other end seen as an edge by the
@@ -233,18 +237,33 @@ def _across_upright(views: DepthViews, n: int, points: np.ndarray) -> np.ndarray
     return np.column_stack([-dv / length, du / length])
 
 
-def _spans(columns: np.ndarray, known_plan: cKDTree | None) -> list[tuple[int, int]]:
-    """Pairs of edge columns (indices) a panel could stand between: as wide as a panel, and nothing
-    known along the way."""
+def _spans(columns: np.ndarray, known_plan: cKDTree | None, path: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs of edge columns (indices) a panel could stand between: as wide as a panel, nothing known
+    along the way, and clear of the walk (`path`: the cameras' plan positions in the order filmed)."""
     pairs = []
     for i in range(len(columns)):
         for j in range(i + 1, len(columns)):
             a, b = columns[i], columns[j]
             if not MIN_LENGTH <= np.linalg.norm(b - a) <= MAX_LENGTH:
                 continue
-            if not _near_known(known_plan, _middle(a, b)).any():
+            if not _near_known(known_plan, _middle(a, b)).any() and _clear_of_walk(path, a, b):
                 pairs.append((i, j))
     return pairs
+
+
+def _clear_of_walk(path: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether span a-b keeps WALK_CLEARANCE from the walk (the plan path through the cameras, in the order
+    filmed): the phone was there, and whoever held it stood behind it. A glossy panel mirrors what stands
+    before it, and the mirror image's edges line up across the views that see them in it like an edge
+    standing behind the panel; a span to such a column lay 0.21 m from the walk (hard seed 5), the true
+    panels 0.94-1.25 m (seeds 3, 5)."""
+    along = a + np.linspace(0.0, 1.0, max(2, int(np.ceil(np.linalg.norm(b - a) / CELL)) + 1))[:, None] * (b - a)
+    if len(path) < 2:
+        return bool((np.linalg.norm(along[:, None] - path[None], axis=-1) >= WALK_CLEARANCE).all())
+    start, step = path[:-1], path[1:] - path[:-1]
+    t = np.clip(((along[:, None] - start[None]) * step[None]).sum(-1) / np.maximum((step * step).sum(-1), 1e-12), 0, 1)
+    nearest = start[None] + t[..., None] * step[None]
+    return bool((np.linalg.norm(along[:, None] - nearest, axis=-1) >= WALK_CLEARANCE).all())
 
 
 def _middle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
