@@ -258,8 +258,7 @@ def _clear_of_walk(path: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
     standing behind the panel; a span to such a column lay 0.21 m from the walk (hard seed 5), the true
     panels 0.94-1.25 m (seeds 3, 5)."""
     along = a + np.linspace(0.0, 1.0, max(2, int(np.ceil(np.linalg.norm(b - a) / CELL)) + 1))[:, None] * (b - a)
-    if len(path) < 2:
-        return bool((np.linalg.norm(along[:, None] - path[None], axis=-1) >= WALK_CLEARANCE).all())
+    path = np.vstack([path, path[-1:]])  # one camera: a walk of one point
     start, step = path[:-1], path[1:] - path[:-1]
     t = np.clip(((along[:, None] - start[None]) * step[None]).sum(-1) / np.maximum((step * step).sum(-1), 1e-12), 0, 1)
     nearest = start[None] + t[..., None] * step[None]
