@@ -259,10 +259,15 @@ def _clear_of_walk(path: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
     panels 0.94-1.25 m (seeds 3, 5)."""
     along = a + np.linspace(0.0, 1.0, max(2, int(np.ceil(np.linalg.norm(b - a) / CELL)) + 1))[:, None] * (b - a)
     path = np.vstack([path, path[-1:]])  # one camera: a walk of one point
-    start, step = path[:-1], path[1:] - path[:-1]
-    t = np.clip(((along[:, None] - start[None]) * step[None]).sum(-1) / np.maximum((step * step).sum(-1), 1e-12), 0, 1)
-    nearest = start[None] + t[..., None] * step[None]
-    return bool((np.linalg.norm(along[:, None] - nearest, axis=-1) >= WALK_CLEARANCE).all())
+    return bool((_segment_distance(along, path[:-1], path[1:]) >= WALK_CLEARANCE).all())
+
+
+def _segment_distance(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """(P, S) plan distances from each point to each segment starts[s]-ends[s]."""
+    step = ends - starts
+    t = ((points[:, None] - starts[None]) * step[None]).sum(-1) / np.maximum((step * step).sum(-1), 1e-12)
+    nearest = starts[None] + np.clip(t, 0.0, 1.0)[..., None] * step[None]
+    return np.linalg.norm(points[:, None] - nearest, axis=-1)
 
 
 def _middle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -346,8 +351,7 @@ def _same_panel(a: np.ndarray, b: np.ndarray, ends: np.ndarray) -> bool:
     too; a panel meeting another at a corner turns more)."""
     along = a + np.linspace(0.0, 1.0, SPAN_STEPS)[:, None] * (b - a)
     p, q = ends
-    t = np.clip((along - p) @ (q - p) / max((q - p) @ (q - p), 1e-12), 0.0, 1.0)
-    if (np.linalg.norm(along - (p + t[:, None] * (q - p)), axis=1) <= OVERLAP).mean() > 0.5:
+    if (_segment_distance(along, p[None], q[None])[:, 0] <= OVERLAP).mean() > 0.5:
         return True
     shared = min(np.linalg.norm(x - y) for x in (a, b) for y in (p, q)) <= OVERLAP
     turn = np.degrees(np.arccos(min(abs((b - a) @ (q - p)) / (np.linalg.norm(b - a) * np.linalg.norm(q - p)), 1.0)))

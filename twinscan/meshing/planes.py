@@ -276,8 +276,8 @@ def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarr
     # ... unless nothing stands behind it (a wall bounding the cell)
     unblocked = seen[kept].sum() / max(int((seen + through)[kept].sum()), 1)
     if abs(frame.normal[2]) <= 0.5:
-        heights = frame.origin[2] + (np.arange(cells.shape[1]) + 0.5) * cfg.cell * frame.v[2]
-        cells = _trimmed_top(cells, seen, int((heights <= keep_below).sum()))
+        keep_rows = int((_row_heights(cells.shape[1], frame.origin, frame.v, cfg.cell) <= keep_below).sum())
+        cells = _trimmed_top(cells, seen, keep_rows)
     return cells, seen_by, float(share), float(unblocked)
 
 
@@ -692,11 +692,16 @@ def _down_to_floor(cells: np.ndarray, origin: np.ndarray, v: np.ndarray, cell: f
     cells = np.pad(cells, ((0, 0), (extra, 0)))
     origin = origin - extra * cell * v
     rows = np.arange(cells.shape[1])
-    heights = origin[2] + (rows + 0.5) * cell * v[2]
+    heights = _row_heights(cells.shape[1], origin, v, cell)
     foot = np.argmax(cells, axis=1)
     grounded = cells.any(axis=1) & (origin[2] + foot * cell * v[2] <= reach)
     cells |= grounded[:, None] & (rows[None] < foot[:, None])
     return cells & (heights > 0)[None], origin
+
+
+def _row_heights(count: int, origin: np.ndarray, v: np.ndarray, cell: float) -> np.ndarray:
+    """(count,) heights above the floor of an upright raster's row centres (`v` its up axis)."""
+    return origin[2] + (np.arange(count) + 0.5) * cell * v[2]
 
 
 def _hulls(occupied: np.ndarray, reach: int) -> np.ndarray:
