@@ -45,13 +45,14 @@ def twin_from_scene(ws: Path, truth, frames: dict[str, int]) -> np.ndarray:
     """(4, 4) similarity from the generator's frame to the twin's: the marker's frame, when the sfm stage
     anchored the twin there; else (no marker triangulated: arbitrary scale and yaw) the similarity that
     takes the true kept cameras onto the SfM's, which flatters the twin by the alignment, so it is said."""
-    if read_sfm_record(Workspace(ws)).world.marker_id == truth.marker.id:
+    world = read_sfm_record(Workspace(ws)).world
+    if world.marker_id == truth.marker.id:
         return np.linalg.inv(truth.marker.world_from_marker)
     model = pycolmap.Reconstruction(ws / "sfm")
     names = sorted(image.name for image in model.images.values() if image.has_pose)
     true_centres = truth.world_from_cam[[frames[name] for name in names]][:, :3, 3]
     similarity = pycolmap.estimate_sim3d(true_centres, posed_cameras(model)[:, :3, 3])
-    print(f"note: the twin's origin is '{origin}', not marker {truth.marker.id}: ground truth moved into it by "
+    print(f"note: the twin's origin is '{world.origin}', not marker {truth.marker.id}: ground truth moved into it by "
           f"the similarity of the camera centres (scale {similarity.scale:.4f}), not by the twin's own frame")
     return np.vstack([similarity.matrix(), [0.0, 0.0, 0.0, 1.0]])
 
