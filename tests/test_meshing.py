@@ -16,7 +16,8 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
 from twinscan.meshing.cleanup import drop_below, fill_small_holes
 from twinscan.meshing.collision import convex_decomposition
-from twinscan.meshing.floor import Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, within_points
+from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, to_walls,
+                                    within_points)
 from twinscan.meshing.fusion import _in_canonical_order, clean_depth
 from twinscan.meshing.raycast import render_mesh_views
 from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
@@ -216,6 +217,30 @@ def test_floor_stops_where_the_sfm_points_on_it_stop_and_what_lies_beyond_goes()
     beyond = outside_footprint(wall_past_edge, cut, margin=0.05)
     assert beyond.any() and not beyond.all()  # the part up to 2.05 m stays
     np.testing.assert_array_equal(beyond, wall_past_edge.triangles_center[:, 1] > 2.05)
+
+
+def _wall_outline(start, end, height: float = 2.0) -> np.ndarray:
+    """Plan points of an upright wall patch from `start` to `end` (a grid of cells, as planes.py makes)."""
+    along = np.linspace(0.0, 1.0, 26)[:, None]
+    line = np.asarray(start, float) + along * (np.asarray(end, float) - np.asarray(start, float))
+    return np.repeat(line, int(height / 0.1), axis=0)
+
+
+def test_the_floor_runs_on_to_the_walls_bounding_the_capture_and_never_under_them() -> None:
+    """A wall seen from across the cell stands past the floor's last SfM points: the slab reaches its foot
+    (here 17 cm on, as on hard cell seed 7's south wall), only where the wall stands beside the floor, only
+    up to its nearest point (a wall at 10 degrees), never to a wall further than WALL_REACH, nor across a
+    wall running the other way."""
+    floor = Floor(height=0.0, tilt_deg=0.0, bounds_xy=np.array([[-3.0, -3.5], [4.6, 4.0]]), area=50.0)
+    south = _wall_outline((-5.0, -3.67), (5.0, -3.67))
+    east_turned = _wall_outline((4.75, -3.0), (4.75 + 7.0 * np.tan(np.radians(10)), 4.0))
+    far_west = _wall_outline((-3.8, -3.0), (-3.8, 3.0))  # 80 cm past the edge: no floor is known there
+    across = _wall_outline((0.0, 4.1), (0.0, 5.0))  # runs north, away from the floor's north side
+    extended = to_walls(floor, [south, east_turned, far_west, across])
+    np.testing.assert_allclose(extended.bounds_xy, [[-3.0, -3.67], [4.75, 4.0]], atol=1e-9)
+    assert to_walls(floor, []).bounds_xy.tolist() == floor.bounds_xy.tolist()
+    inside = _wall_outline((-5.0, 3.8), (5.0, 3.8))  # the floor already reaches past it: nothing changes
+    assert to_walls(floor, [inside]).bounds_xy.tolist() == floor.bounds_xy.tolist()
 
 
 def test_small_holes_are_closed_and_large_ones_left_open() -> None:

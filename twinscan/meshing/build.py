@@ -17,7 +17,7 @@ from twinscan.meshing import cleanup, collision, fusion, texture
 from twinscan.meshing.confidence import face_confidence
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_grid, floor_slab,
-                                    outside_footprint, with_walkway, within_points)
+                                    outside_footprint, to_walls, with_walkway, within_points)
 from twinscan.meshing.planes import complete_planes
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.views import DepthViews
@@ -29,7 +29,7 @@ class MeshResult:
     textured: trimesh.Trimesh | None  # the same surface with UVs and the baked atlas (None: no xatlas)
     collision: trimesh.Trimesh  # decimated structure without the floor
     floor: Floor | None  # None when no floor plane was found near z = 0
-    floor_slab: trimesh.Trimesh | None  # box collider with its top at z = 0 over the captured floor
+    floor_slab: trimesh.Trimesh | None  # box collider with its top at z = 0 over the captured floor, on to the walls
     convex_parts: list[trimesh.Trimesh] = field(default_factory=list)
     collision_confidence: np.ndarray | None = None  # (F,) per collision face, see meshing/confidence.py
     figures: dict[str, Any] = field(default_factory=dict)
@@ -42,7 +42,7 @@ def _no_progress(n: float = 1, status: str | None = None) -> None:
 
 
 def progress_steps(cfg: MeshConfig) -> int:
-    """Steps `build_meshes` reports: fusion, cleanup, floor, visual, collision (+ convex parts)."""
+    """Steps `build_meshes` reports: fusion, cleanup, floor, collision, visual (+ convex parts)."""
     return 6 if cfg.convex else 5
 
 
@@ -52,7 +52,8 @@ FLOOR_FACE_SHARE = 10  # the visual floor grid gets 1 / this of the visual face 
 
 def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None] = _no_progress,
                  sfm_points: np.ndarray | None = None) -> MeshResult:
-    """Fuse the views (TSDF), clean the surface, find the floor, then make visual and collision meshes.
+    """Fuse the views (TSDF), clean the surface, find the floor, then make the collision meshes (whose
+    walls bounding the capture the floor is extended to) and the visual mesh.
 
     `sfm_points` (twin frame), when given, bound the floor: it reaches as far as the points on it.
     """
@@ -100,6 +101,38 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     floater_tolerance = min(3 * voxel, FLOATING_GAP_M) if floor is not None else None
     max_floater = cfg.max_floater_voxels * voxel ** 2
     step = time.time()
+    # The slab is the floor's collider. Floor the fusion left a little off z = 0 is no structure: as
+    # colliders such pieces are thin holed sheets, and past the slab they claim floor nobody saw whole.
+    # Nothing collides in or under the slab: faces wholly below one voxel over z = 0 go too (flattened
+    # floor facing down, crumbs at floor height).
+    floor_like = is_floor | floor_faces(surface, 0.0, 3 * voxel) if floor is not None else is_floor
+    structure = cleanup.keep_faces(surface, ~floor_like)
+    if floor is not None:
+        structure, _ = cleanup.drop_below(structure, voxel)
+    min_area = cfg.min_component_voxels * voxel ** 2
+    structure, _ = cleanup.keep_large_components(structure, min_area)
+    collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
+    collider, _ = cleanup.keep_large_components(collider, min_area)  # crumbs the decimation split off
+    collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
+    planes = None
+    if floor is not None and cfg.planes.enabled:  # planes are upright or level: the twin must be
+        planar = complete_planes(captured, sfm_points, views, collider, voxel, cfg.planes)
+        collider, _ = cleanup.keep_large_components(cleanup.keep_faces(collider, ~planar.ghosts), min_area)
+        planes = planar.mesh if len(planar.mesh.faces) else None
+        figures.update(planar.figures)
+        # the floor runs on to the walls bounding the capture: the visual floor and the slab alike
+        extended = to_walls(floor, planar.walls)
+        figures.update(floor_to_walls_m2=round(_area(extended) - _area(floor), 3))
+        floor = extended
+    trust = face_confidence(collider, views, tolerance=2 * voxel)
+    figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
+                   collision_non_manifold_edges=collision.non_manifold_edges(collider),
+                   collision_confidence=trust.summary(collider.area_faces))
+    timed("collision", f"collision mesh {len(collider.faces)} faces", step)
+
+    slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
+
+    step = time.time()
     visual, floating_removed = _visual_surface(surface, is_floor, floor, cfg, floater_tolerance, max_floater)
     # Colour comes from the views that see each part of the final mesh (its own depth decides),
     # so the floor past the fused patch takes the pictures' colours too.
@@ -114,33 +147,6 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     figures.update(visual_faces=len(visual.faces), floating_removed=floating_removed,
                    texture_size=cfg.texture_size if textured else 0)
     timed("visual", f"visual mesh {len(visual.faces)} faces", step)
-
-    step = time.time()
-    # The slab is the floor's collider. Floor the fusion left a little off z = 0 is no structure: as
-    # colliders such pieces are thin holed sheets, and past the slab they claim floor nobody saw whole.
-    # Nothing collides in or under the slab: faces wholly below one voxel over z = 0 go too (flattened
-    # floor facing down, crumbs at floor height).
-    floor_like = is_floor | floor_faces(surface, 0.0, 3 * voxel) if floor is not None else is_floor
-    structure = cleanup.keep_faces(surface, ~floor_like)
-    if floor is not None:
-        structure, _ = cleanup.drop_below(structure, voxel)
-    min_area = cfg.min_component_voxels * voxel ** 2
-    structure, _ = cleanup.keep_large_components(structure, min_area)
-    collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
-    collider, _ = cleanup.keep_large_components(collider, min_area)  # crumbs the decimation split off
-    collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
-    slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
-    planes = None
-    if floor is not None and cfg.planes.enabled:  # planes are upright or level: the twin must be
-        planar = complete_planes(captured, sfm_points, views, collider, voxel, cfg.planes)
-        collider, _ = cleanup.keep_large_components(cleanup.keep_faces(collider, ~planar.ghosts), min_area)
-        planes = planar.mesh if len(planar.mesh.faces) else None
-        figures.update(planar.figures)
-    trust = face_confidence(collider, views, tolerance=2 * voxel)
-    figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
-                   collision_non_manifold_edges=collision.non_manifold_edges(collider),
-                   collision_confidence=trust.summary(collider.area_faces))
-    timed("collision", f"collision mesh {len(collider.faces)} faces", step)
 
     parts: list[trimesh.Trimesh] = []
     if cfg.convex and optional.available("coacd"):
@@ -175,6 +181,11 @@ def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[
         raise TwinscanError("TSDF fusion produced no surface",
                             "check that the views overlap and that the depth renders are in metres")
     return raw, voxel, depth
+
+
+def _area(floor: Floor) -> float:
+    """Square metres of the floor's rectangle (the slab's top)."""
+    return float(np.prod(floor.bounds_xy[1] - floor.bounds_xy[0]))
 
 
 def _max_depth(depth: np.ndarray) -> float:

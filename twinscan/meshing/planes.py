@@ -98,6 +98,7 @@ class PlanarPatches:
     mesh: trimesh.Trimesh  # flat patches facing the views, empty when none were added
     ghosts: np.ndarray  # (F,) collider faces only ever rendered through a patch: a reflection's depth
     planes: list[Plane] = field(default_factory=list)
+    walls: list[np.ndarray] = field(default_factory=list)  # plan points (N, 2) of each bounding wall's patch
     figures: dict[str, Any] = field(default_factory=dict)
 
 
@@ -122,7 +123,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     candidates += _outermost_walls(points[points[:, 2] >= cfg.min_height], cameras, BAND_WIDTHS * 2 * distance,
                                    min_support)
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
-    parts, planes = [], []
+    parts, planes, walls = [], [], []
     ghosts = np.zeros(len(collider.faces), bool)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
     for normal, centre, support in candidates:
@@ -168,6 +169,8 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             continue
         parts.append(patch)
         planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
+        if wall is not None:
+            walls.append(np.asarray(patch.vertices)[:, :2])
     found_panels = textureless_panels(views, depth, trimesh.util.concatenate([collider, *parts])) if cfg.panels else []
     for panel in found_panels:
         patch = panel_mesh([panel])
@@ -179,7 +182,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
                "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
                "textureless_panels": len(found_panels),
                "ghost_faces_removed": int(ghosts.sum())}
-    return PlanarPatches(mesh, ghosts, planes, figures)
+    return PlanarPatches(mesh, ghosts, planes, walls=walls, figures=figures)
 
 
 def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: np.ndarray, frame: _Frame,
