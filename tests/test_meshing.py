@@ -228,7 +228,7 @@ def _wall_outline(start, end, height: float = 2.0) -> np.ndarray:
 
 def test_the_floor_runs_on_to_the_walls_bounding_the_capture_and_never_under_them() -> None:
     """A wall seen from across the cell stands past the floor's last SfM points: the slab reaches its foot
-    (here 17 cm on, as on hard cell seed 7's south wall), only where the wall stands beside the floor, only
+    (here 17 cm on, about as on the hard cells' south walls), only where the wall stands beside the floor, only
     up to its nearest point (a wall at 10 degrees), never to a wall further than WALL_REACH, nor across a
     wall running the other way."""
     floor = Floor(height=0.0, tilt_deg=0.0, bounds_xy=np.array([[-3.0, -3.5], [4.6, 4.0]]), area=50.0)

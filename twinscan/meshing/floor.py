@@ -131,8 +131,9 @@ def to_walls(floor: Floor, wall_outlines: list[np.ndarray], reach: float = WALL_
     stands at most `reach` past that side (`wall_outlines`: the plan points (N, 2) of the walls' patches).
 
     The last metre before a wall seen only from across the cell holds too few SfM points for
-    `within_points` to keep it: on hard cells seeds 0 and 7 the slab stopped 10-17 cm short of the east
-    and south walls, a gap that a robot wheel or a dropped box falls through. Only the part of a wall
+    `within_points` to keep it: on hard cells seeds 0, 3, 5 and 7 the slab stopped up to 10 cm short of
+    the east wall and 18 cm short of the south wall, a gap that a robot wheel or a dropped box falls
+    through (docs/benchmarks.md, session 21). Only the part of a wall
     beside the side counts, and its nearest point, so the floor never passes under a wall at an angle.
     """
     bounds = np.array(floor.bounds_xy, dtype=float)
