@@ -484,7 +484,7 @@ def test_a_far_wall_stands_as_high_as_its_sfm_points_where_its_renders_stop_belo
     """Seen from across the cell past machines as tall as the camera, a wall's upper part is seen by few
     views; its splats there render transparent and the renders stop well below its top (hard seed 5's
     east wall: renders to 1.2 m of 2 m), while features on it still triangulate up to its top."""
-    from twinscan.meshing.planes import _cell_centres, _footprint, _pinned_top, _trimmed_top, _votes
+    from twinscan.meshing.planes import _cell_centres, _footprint, _pinned_top, _row_heights, _trimmed_top, _votes
 
     rng = np.random.default_rng(8)
     support = np.column_stack([rng.uniform(-1.5, 1.5, 3000), np.full(3000, WALL_Y), rng.uniform(0.2, 2.0, 3000)])
@@ -499,7 +499,7 @@ def test_a_far_wall_stands_as_high_as_its_sfm_points_where_its_renders_stop_belo
     seen = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 0.04)[0].sum(axis=0)
     pinned = _pinned_top(sfm, normal, np.array([0.0, WALL_Y, 1.0]), 0.2)
     assert 1.8 <= pinned <= 2.0, pinned
-    heights = frame.origin[2] + (np.arange(cells.shape[1]) + 0.5) * cfg.cell
+    heights = _row_heights(cells.shape[1], frame.origin, frame.v, cfg.cell)
     for keep, low, high in ((0, 1.15, 1.3), (int((heights <= pinned).sum()), pinned - 0.05, pinned + 0.05)):
         top = frame.origin[2] + (np.flatnonzero(_trimmed_top(cells, seen, keep).any(axis=0))[-1] + 1) * cfg.cell
         assert low <= top <= high, (keep, top)
