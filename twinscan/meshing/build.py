@@ -122,7 +122,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
         figures.update(planar.figures)
         # the floor runs on to the walls bounding the capture: the visual floor and the slab alike
         extended = to_walls(floor, planar.walls)
-        figures.update(floor_to_walls_m2=round(_area(extended) - _area(floor), 3))
+        figures.update(floor_to_walls_m2=round(_rectangle_area(extended) - _rectangle_area(floor), 3))
         floor = extended
     trust = face_confidence(collider, views, tolerance=2 * voxel)
     figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
@@ -183,8 +183,8 @@ def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[
     return raw, voxel, depth
 
 
-def _area(floor: Floor) -> float:
-    """Square metres of the floor's rectangle (the slab's top)."""
+def _rectangle_area(floor: Floor) -> float:
+    """Square metres of the floor's rectangle (the slab's top; `floor.area` is that of its fused faces)."""
     return float(np.prod(floor.bounds_xy[1] - floor.bounds_xy[0]))
 
 
