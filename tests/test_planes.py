@@ -316,17 +316,36 @@ def blank_room_walk(count: int) -> np.ndarray:
                      for a in angles])
 
 
+def flat_pixels(photos: DepthViews) -> np.ndarray:
+    """(N, H, W): the pixels `panels.textureless_panels` calls flat in these photos."""
+    from twinscan.meshing.panels import FLAT_GRADIENT, colour_gradient
+
+    return np.stack([np.hypot(*colour_gradient(colour)) < FLAT_GRADIENT for colour in photos.colour])
+
+
 def flat_spans(photos: DepthViews, renders: DepthViews, spans) -> list[int]:
     """What `panels._flat_span` says of each plan span (a, b) in these photos: views that see it flat."""
-    import cv2
+    from twinscan.meshing.panels import SPAN_HEIGHTS, _flat_span
 
-    from twinscan.meshing.panels import FLAT_GRADIENT, SPAN_HEIGHTS, _flat_span
-
-    grey = [cv2.GaussianBlur(cv2.cvtColor(c, cv2.COLOR_RGB2GRAY).astype(np.float32), (3, 3), 0) for c in photos.colour]
-    flat = np.stack([np.hypot(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) < FLAT_GRADIENT
-                     for g in grey])
+    flat = flat_pixels(photos)
     depth = np.where(renders.valid(0.5), renders.depth, 0.0)
     return [_flat_span(renders, depth, flat, np.array(a, float), np.array(b, float), SPAN_HEIGHTS) for a, b in spans]
+
+
+def test_a_panels_end_before_something_of_its_own_grey_level_is_an_edge() -> None:
+    """The hard cells' red guard stands before brown crates of about its grey level: on grey alone its end
+    there was no edge, and the guard was paired with a column 33 cm behind it. Its colour changes there."""
+    import cv2
+
+    from twinscan.meshing.panels import EDGE_GRADIENT, FLAT_GRADIENT, colour_gradient
+
+    red, olive = np.array([200, 40, 40], np.uint8), np.array([40, 118, 50], np.uint8)
+    image = np.where(np.arange(64)[None, :, None] < 32, red, olive).repeat(48, axis=0).astype(np.uint8)
+    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    assert abs(float(grey[0, 0]) - float(grey[0, -1])) <= 2  # the same grey level either side
+    gx, gy = colour_gradient(image)
+    assert np.abs(gx[:, 31:33]).min() > EDGE_GRADIENT and np.abs(gy).max() < FLAT_GRADIENT
+    assert np.hypot(gx[:, :28], gy[:, :28]).max() < FLAT_GRADIENT  # each side flat in every channel
 
 
 def test_a_blank_panel_that_leaves_no_depth_is_told_from_free_space_by_its_flat_face() -> None:
@@ -347,17 +366,13 @@ def test_a_glossy_panel_whose_splats_render_nothing_is_told_from_a_backdrop_by_t
     the walls behind it, seen only from across the cell, render nothing either: only the twin's known
     surface (collider and wall patches) holds them. Against that surface its flat face is a panel's;
     with nothing known behind it, it could be a plain backdrop, and is not taken."""
-    import cv2
-
-    from twinscan.meshing.panels import FLAT_GRADIENT, SPAN_HEIGHTS, _flat_span, _with_known
+    from twinscan.meshing.panels import SPAN_HEIGHTS, _flat_span, _with_known
 
     cameras = blank_room_walk(24)
     room = blank_room(with_panel=False)
     renders = render_mesh_views(room, BLANK_K, cameras, BLANK_W, BLANK_H)
     photos = blank_room_photos(blank_room(with_panel=True), cameras)
-    grey = [cv2.GaussianBlur(cv2.cvtColor(c, cv2.COLOR_RGB2GRAY).astype(np.float32), (3, 3), 0) for c in photos.colour]
-    flat = np.stack([np.hypot(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) < FLAT_GRADIENT
-                     for g in grey])
+    flat = flat_pixels(photos)
     panel_pixels = np.all(photos.colour == PANEL_GREY, axis=-1)
     # nothing rendered at the panel, nor at the walls 1.5 m or more past the walk
     depth = np.where(renders.valid(0.5) & ~panel_pixels & (renders.depth < 3.0), renders.depth, 0.0)

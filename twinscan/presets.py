@@ -24,12 +24,18 @@ class Preset:
     # loaded run); at 1.5 it registers 35/35. The sample at preview keeps 2: 1.5 joined its laps every time
     # but cost 0.5 cm of collision p95 (docs/benchmarks.md).
     max_gap_steps: float = 2.0
+    # frames: a kept frame every this much camera motion (fraction of the image diagonal; FramesConfig). A walk
+    # that does not fill max_frames keeps twice the views 0.07 kept: on four hard cells (one inward loop in
+    # 30 s: 50 -> 86-92 frames) the structure's completeness @5 cm went 72-82 -> 75-89 %, with the panels'
+    # colour edges (meshing/panels.py) F@5 0.80-0.89 -> 0.81-0.91 (docs/benchmarks.md, session 22). A longer
+    # walk is thinned evenly to max_frames either way. Smoke keeps 0.07: it proves a run works, in least time.
+    motion_step: float = 0.035
 
 
 PRESETS: dict[str, Preset] = {
     # a minute on a CPU for a tiny capture: proves a capture (or a batch, or a node) works end to end
     "smoke": Preset("smoke", max_frames=40, max_side=320, splat_steps=300, max_gaussians=20_000, mesh_faces=5_000,
-                    mesh_resolution=128, texture_size=512, max_gap_steps=1.5),
+                    mesh_resolution=128, texture_size=512, max_gap_steps=1.5, motion_step=0.07),
     # minutes on a laptop: the sample (180 frames) takes 9.5 min on 2 cores, 7.5 of them splats (3000 steps)
     "preview": Preset("preview", max_frames=180, max_side=640, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000,
                       mesh_resolution=384, texture_size=1024),

@@ -15,7 +15,7 @@ class FramesConfig:
     jpeg_quality: int = 95
     score_side: int = 480  # longest side of the small grey image every frame is scored on (at most half the source)
     # a window closes at this (80th percentile) feature displacement since the last kept frame (fraction of the diagonal)
-    motion_step: float = 0.07
+    motion_step: float = 0.035  # the presets' (twinscan/presets.py says why)
     window_start: float = 0.7  # ... and opens at this fraction of motion_step: closer is redundant
     blur_ratio: float = 0.5  # blurred: less sharp than this fraction of the recent typical sharpness
     max_gap_steps: float = 2.0  # ... yet kept, if nothing sharper came within this many motion steps
@@ -37,4 +37,4 @@ class FramesConfig:
     @classmethod
     def from_preset(cls, preset: Preset, max_frames: int | None = None) -> FramesConfig:
         return cls(max_frames=preset.max_frames if max_frames is None else max_frames, max_side=preset.max_side,
-                   max_gap_steps=preset.max_gap_steps)
+                   max_gap_steps=preset.max_gap_steps, motion_step=preset.motion_step)

@@ -29,7 +29,7 @@ from twinscan.meshing.views import DepthViews
 
 CELL = 0.02  # metres: the plan raster edge columns are voted on
 EDGE_HEIGHTS = np.arange(0.20, 1.01, 0.10)  # metres: where an edge column is probed (a panel reaches them)
-EDGE_GRADIENT = 6.0  # grey levels per pixel across the projected upright: an edge there
+EDGE_GRADIENT = 6.0  # levels per pixel across the projected upright (`colour_gradient`): an edge there
 EDGE_ALIGNMENT = np.cos(np.radians(25.0))  # ... counting only gradients this close to across it
 EDGE_SLACK_PX = 1  # the response is the strongest this many pixels either side across the upright
 EDGE_HITS = 0.7  # a view sees an edge at a column when this share of its visible heights are edges
@@ -38,7 +38,7 @@ EDGE_VIEWS = 60  # the vote takes at most this many views, spread over the walk 
 MIN_EDGE_VIEWS = 6  # a column's vote needs this many views to see it
 MIN_EDGE_SCORE = 0.4  # share of the views seeing a column that see an edge there: a panel's end
 MAX_COLUMNS = 120  # the strongest columns only: pairs of them are judged one by one
-FLAT_GRADIENT = 3.0  # grey levels per pixel: a pixel this smooth is flat (sensor noise passes, texture does not)
+FLAT_GRADIENT = 3.0  # levels per pixel: a pixel this smooth is flat (sensor noise passes, texture does not)
 FLAT_VIEW_SHARE = 0.8  # a view shows a span flat when this share of its samples are flat ...
 FLAT_VIEWS = 0.8  # ... and a panel needs this share of the views that see its span to show it flat
 MIN_PANEL_VIEWS = 5
@@ -78,9 +78,7 @@ def textureless_panels(views: DepthViews, depth: np.ndarray, known: trimesh.Trim
     """Panels standing on the floor that the `known` surface (collider and patches) lacks, found by their
     edges in the photos (`views.colour`); `depth` is the views' rendered depth, 0 where none."""
     depth = _with_known(views, depth, known)
-    grey = [cv2.GaussianBlur(cv2.cvtColor(colour, cv2.COLOR_RGB2GRAY).astype(np.float32), (3, 3), 0)
-            for colour in views.colour]
-    gradients = [(cv2.Sobel(g, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(g, cv2.CV_32F, 0, 1) / 8) for g in grey]
+    gradients = [colour_gradient(colour) for colour in views.colour]
     flat = np.stack([np.hypot(gx, gy) < FLAT_GRADIENT for gx, gy in gradients])
     known_plan = _known_plan(known)
     columns, edge_views = _edge_columns(views, depth, gradients, known_plan)
@@ -102,6 +100,20 @@ def textureless_panels(views: DepthViews, depth: np.ndarray, known: trimesh.Trim
             panels.append(panel)
             depth = _with_panel(views, depth, panel)
     return panels
+
+
+def colour_gradient(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gx, gy) per pixel, levels per pixel, of the colour channel that changes most there.
+
+    A panel's outline is a change of colour, not always of brightness: the hard cells' red guard stands
+    before brown crates of about its grey level, and on grey alone its end near them gave no edge column
+    (the guard came out paired with a column 33 cm behind it, or not at all). And a face flat in grey
+    may be textured in hue: flat here means flat in every channel.
+    """
+    smooth = cv2.GaussianBlur(colour.astype(np.float32), (3, 3), 0)
+    gx, gy = cv2.Sobel(smooth, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(smooth, cv2.CV_32F, 0, 1) / 8
+    strongest = np.argmax(gx ** 2 + gy ** 2, axis=2)[..., None]
+    return np.take_along_axis(gx, strongest, 2)[..., 0], np.take_along_axis(gy, strongest, 2)[..., 0]
 
 
 def panel_mesh(panels: list[Panel]) -> trimesh.Trimesh:
