@@ -27,7 +27,7 @@ class Preset:
     # frames: a kept frame every this much camera motion (fraction of the image diagonal; FramesConfig). A walk
     # that does not fill max_frames keeps twice the views 0.07 kept: on four hard cells (one inward loop in
     # 30 s: 50 -> 86-92 frames) the structure's completeness @5 cm went 72-82 -> 75-89 %, with the panels'
-    # colour edges (meshing/panels.py) F@5 0.80-0.89 -> 0.81-0.91 (docs/benchmarks.md, session 22). A longer
+    # colour edges (meshing/panels.py) F@5 0.79-0.89 -> 0.81-0.91 (docs/benchmarks.md, session 22). A longer
     # walk is thinned evenly to max_frames either way. Smoke keeps 0.07: it proves a run works, in least time.
     motion_step: float = 0.035
 
