@@ -100,6 +100,28 @@ def covers_area(points: np.ndarray, min_fill: float = 0.4, cells: int = 8) -> bo
 
 
 LOW_SHARE = 0.35  # floor planes are drawn from this lowest share of the points along the cameras' up
+REFITS = 3  # least-squares refits of a candidate on its inliers
+
+
+def _floor_or_none(points: np.ndarray, inliers: np.ndarray, up: np.ndarray, camera_median: np.ndarray,
+                   threshold: float, min_cos: float, min_inliers: int, min_fill: float) -> FloorPlane | None:
+    """A RANSAC candidate's inliers refitted REFITS times; None unless the refitted plane is still a
+    floor: within the tilt of `up`, under the cameras, with `min_inliers` covering an area and fewer
+    points under it than on it.
+
+    The refit is judged, not only the candidate: on a real phone video (instant-ngp's fox, a head on a
+    wall filmed from the front) a candidate of 47 points in a slab through the wall refitted to the wall
+    itself, 86 degrees off up, with the cameras under it; taken as the floor, it cut away 40 % of the splats."""
+    for _ in range(REFITS):
+        normal, offset = _plane_through(points[inliers])
+        if normal @ up < 0:
+            normal, offset = -normal, -offset
+        inliers = np.abs(points @ normal + offset) < threshold
+    if normal @ up < min_cos or normal @ camera_median + offset <= 0 or inliers.sum() < min_inliers:
+        return None
+    if inliers.sum() <= (points @ normal + offset < -threshold).sum() or not covers_area(points[inliers], min_fill):
+        return None
+    return FloorPlane(normal=normal, offset=offset, inliers=inliers)
 
 
 def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarray, threshold: float,
@@ -107,7 +129,9 @@ def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarr
                     iterations: int = 2000, seed: int = 0) -> FloorPlane | None:
     """RANSAC for the floor: a plane within max_tilt_deg of `up`, below the cameras, whose inliers
     cover an area (see `covers_area`), scored by its inliers minus the points below it (a plane
-    slicing through walls or furniture has many points under it, the floor has none).
+    slicing through walls or furniture has many points under it, the floor has none). A candidate
+    that would win is refitted on its inliers, and wins only if the refit is still a floor
+    (`_floor_or_none`); the refit is the plane returned.
 
     Candidate planes are drawn from the lowest LOW_SHARE of the points: the floor lies under the
     structure. Drawn from all points, a capture whose floor holds 7 % of them (one inward loop round a
@@ -123,7 +147,7 @@ def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarr
     low = points[heights <= np.quantile(heights, LOW_SHARE)]
     if len(low) < 3:
         low = points
-    best: np.ndarray | None = None
+    best: FloorPlane | None = None
     best_score = -np.inf
     for _ in range(iterations):
         sample = low[rng.choice(len(low), 3, replace=False)]
@@ -143,15 +167,10 @@ def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarr
         inliers = np.abs(height) < threshold
         score = inliers.sum() - (height < -threshold).sum()  # nothing should lie under the floor
         if score > best_score and covers_area(points[inliers], min_fill):
-            best, best_score = inliers, score
-    if best is None or best.sum() < min_inliers:
-        return None
-    for _ in range(3):  # refit on the inliers, re-select
-        normal, offset = _plane_through(points[best])
-        if normal @ up < 0:
-            normal, offset = -normal, -offset
-        best = np.abs(points @ normal + offset) < threshold
-    return FloorPlane(normal=normal, offset=offset, inliers=best)
+            refitted = _floor_or_none(points, inliers, up, camera_median, threshold, min_cos, min_inliers, min_fill)
+            if refitted is not None:
+                best, best_score = refitted, score
+    return best
 
 
 def floor_threshold(points: np.ndarray, camera_centers: np.ndarray, fraction: float = 0.01) -> float:
