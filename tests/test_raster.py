@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -204,6 +209,31 @@ def test_numba_is_deterministic():
     second = render_with_grads(scene, "numba")
     assert all(torch.equal(a, b) for a, b in zip(first[0], second[0]))
     assert all(torch.equal(first[1][name], second[1][name]) for name in PARAMS)
+
+
+_DIGEST = """
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+from twinscan.runtime import init_runtime
+init_runtime()
+from test_raster import PARAMS, random_scene, render_with_grads
+outputs, grads = render_with_grads(random_scene(11, n=3000), "numba")
+digest = hashlib.sha1()
+for tensor in [*outputs, *(grads[name] for name in PARAMS)]:
+    digest.update(tensor.numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+def test_numba_gives_the_same_bits_compiled_or_loaded_from_its_cache(tmp_path):
+    """The first process compiles the kernels into an empty numba cache, the second loads them. With
+    fastmath's `reassoc` the two summed each splat's gradient in different orders (other splats from
+    the same frames after an install); the kernels now add in one order however they were built."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    digests = [subprocess.run([sys.executable, "-c", _DIGEST, str(Path(__file__).parent)], env=env, check=True,
+                              capture_output=True, text=True, timeout=600).stdout.split()[-1] for _ in range(2)]
+    assert list((tmp_path / "numba").rglob("*.nbi"))  # the second process had a cache to load
+    assert digests[0] == digests[1]
 
 
 def test_bad_inputs_are_reported():

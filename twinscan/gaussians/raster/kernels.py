@@ -29,6 +29,10 @@ SIGMA_CAP = np.float32(8.0)  # exp(-8) < 1/255: anything beyond is skipped anywa
 EXP_SCALE = np.float32(1.0 / 16.0)
 TILE = 16  # gsplat's default tile size; a constant so the pixel loops have a known trip count
 N_PIX = TILE * TILE
+# LLVM fast-math flags that change no finite result (no NaN or infinity, so min/max vectorize): not
+# `reassoc`, with which results depend on how the kernels were compiled (see `_lane_sum`)
+EXACT_FASTMATH = {"nnan", "ninf"}
+U_TILE = np.uint64(TILE)  # the row stride in the pixel loops' unsigned indices
 # Rows of a tile's float32 work block: one allocation with constant row offsets, so LLVM sees
 # that the rows do not alias and vectorizes the pixel loops without runtime checks.
 PX, PY, TRANS, LIVE, WEIGHT, MEDIAN = range(6)  # forward
@@ -37,7 +41,7 @@ T_FINAL, V_ALPHA_OUT, INV_KEEP, T_HERE, FAC, V_ALPHA, D_SIGMA, D_OPACITY, DX, DY
 SLOT_COLORS = 6  # a gradient slot: means2d (2), conic (3), opacity (1), then the colour channels
 
 
-@numba.njit(inline="always", fastmath=True)
+@numba.njit(inline="always", fastmath=EXACT_FASTMATH)
 def _exp_neg(x):
     """exp(-x) for float32 x in [0, SIGMA_CAP]: Taylor on x/16 in [0, 0.5], then squared 4 times."""
     y = -x * EXP_SCALE
@@ -56,7 +60,7 @@ def _exp_neg(x):
     return p * p
 
 
-@numba.njit(inline="always", fastmath=True)
+@numba.njit(inline="always", fastmath=EXACT_FASTMATH)
 def _sigma(mean_x, mean_y, conic_a, conic_b, conic_c, pixel_x, pixel_y):
     dx = mean_x - pixel_x
     dy = mean_y - pixel_y
@@ -79,6 +83,22 @@ def _pixel_span(mean_y, conic_a, conic_b, conic_c, opacity, y0):
     if row1 <= row0:
         return np.uint64(0), np.uint64(0)
     return np.uint64(row0) * np.uint64(TILE), np.uint64(row1) * np.uint64(TILE)
+
+
+@numba.njit(inline="always")
+def _lane_sum(lanes):
+    """The sum of a row of per-column partial sums, in column order.
+
+    A splat's gradient is a sum over the pixels it covers. Summed pixel by pixel it does not vectorize
+    unless LLVM may reorder the additions (fastmath's `reassoc`), and then the order depends on how the
+    kernel was compiled: a process that compiled the kernels and one that loaded them from numba's cache
+    trained different splats from the same frames. Summed down each of the tile's 16 columns (whole rows
+    at a time, which vectorizes as it is) and then across them in order, every build adds in one order.
+    """
+    total = F0
+    for c in range(TILE):
+        total += lanes[c]
+    return total
 
 
 @numba.njit(inline="always")
@@ -117,7 +137,7 @@ def _pixel_centres(work, x0, y0):
         work[PY, p] = np.float32(y0 + p // TILE) + HALF
 
 
-@numba.njit(fastmath=True, error_model="numpy", cache=True)
+@numba.njit(fastmath=EXACT_FASTMATH, error_model="numpy", cache=True)
 def _forward_tile(ids, first, means2d, conics, colors, opacities, depths, x0, y0, width, height):
     """Blend the tile's splats ids (isect indices first, first + 1, ...) front to back.
 
@@ -188,7 +208,7 @@ def forward(means2d, conics, colors, opacities, depths, backgrounds, offsets, fl
                 out_median[cam, y, x] = work[MEDIAN, p]
 
 
-@numba.njit(fastmath=True, error_model="numpy", cache=True)
+@numba.njit(fastmath=EXACT_FASTMATH, error_model="numpy", cache=True)
 def _backward_tile(ids, first, means2d, conics, colors, opacities, background, alphas, last_ids, v_colors,
                    v_alphas, x0, y0, width, height, slots):
     """Walk the tile's splats back to front from each pixel's last one, filling their gradient slots
@@ -202,6 +222,7 @@ def _backward_tile(ids, first, means2d, conics, colors, opacities, background, a
     last = np.full(N_PIX, first - 1, np.int32)
     v_out = np.zeros((n_ch, N_PIX), np.float32)
     buffer = np.zeros((n_ch, N_PIX), np.float32)
+    lanes = np.zeros((6, TILE), np.float32)  # per-column partial sums of a splat's gradient (see _lane_sum)
     for p in range(N_PIX):
         x = x0 + p % TILE
         y = y0 + p // TILE
@@ -249,28 +270,33 @@ def _backward_tile(ids, first, means2d, conics, colors, opacities, background, a
             work[V_ALPHA, p] = work[T_FINAL, p] * inv_keep * work[V_ALPHA_OUT, p]
         for k in range(n_ch):
             color = colors[g, k]
-            v_color = F0
-            for p in range(p0, p1):
-                work[V_ALPHA, p] += (color * work[T_HERE, p] - buffer[k, p] * work[INV_KEEP, p]) * v_out[k, p]
-                v_color += work[FAC, p] * v_out[k, p]
-                buffer[k, p] += color * work[FAC, p]
-            slots[first + j, SLOT_COLORS + k] = v_color
-        v_a = F0
-        v_b = F0
-        v_c = F0
-        v_x = F0
-        v_y = F0
-        v_o = F0
-        for p in range(p0, p1):
-            v_sigma = work[D_SIGMA, p] * work[V_ALPHA, p]
-            dx = work[DX, p]
-            dy = work[DY, p]
-            v_a += HALF * v_sigma * dx * dx
-            v_b += v_sigma * dx * dy
-            v_c += HALF * v_sigma * dy * dy
-            v_x += v_sigma * (ca * dx + cb * dy)
-            v_y += v_sigma * (cb * dx + cc * dy)
-            v_o += work[D_OPACITY, p] * work[V_ALPHA, p]
+            lanes[0] = F0
+            for row in range(p0, p1, U_TILE):
+                for c in range(U_TILE):
+                    p = row + c
+                    work[V_ALPHA, p] += (color * work[T_HERE, p] - buffer[k, p] * work[INV_KEEP, p]) * v_out[k, p]
+                    lanes[0, c] += work[FAC, p] * v_out[k, p]
+                    buffer[k, p] += color * work[FAC, p]
+            slots[first + j, SLOT_COLORS + k] = _lane_sum(lanes[0])
+        lanes[:] = F0
+        for row in range(p0, p1, U_TILE):
+            for c in range(U_TILE):
+                p = row + c
+                v_sigma = work[D_SIGMA, p] * work[V_ALPHA, p]
+                dx = work[DX, p]
+                dy = work[DY, p]
+                lanes[0, c] += HALF * v_sigma * dx * dx
+                lanes[1, c] += v_sigma * dx * dy
+                lanes[2, c] += HALF * v_sigma * dy * dy
+                lanes[3, c] += v_sigma * (ca * dx + cb * dy)
+                lanes[4, c] += v_sigma * (cb * dx + cc * dy)
+                lanes[5, c] += work[D_OPACITY, p] * work[V_ALPHA, p]
+        v_a = _lane_sum(lanes[0])
+        v_b = _lane_sum(lanes[1])
+        v_c = _lane_sum(lanes[2])
+        v_x = _lane_sum(lanes[3])
+        v_y = _lane_sum(lanes[4])
+        v_o = _lane_sum(lanes[5])
         slots[first + j, 0] = v_x
         slots[first + j, 1] = v_y
         slots[first + j, 2] = v_a
