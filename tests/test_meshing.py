@@ -16,8 +16,8 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
 from twinscan.meshing.cleanup import drop_below, fill_small_holes
 from twinscan.meshing.collision import convex_decomposition
-from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, outside_footprint, to_walls,
-                                    within_points)
+from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_from_points,
+                                    outside_footprint, to_walls, within_points)
 from twinscan.meshing.fusion import _in_canonical_order, clean_depth
 from twinscan.meshing.raycast import render_mesh_views
 from twinscan.meshing.support import point_spacing, supported_splats, vertical_extents
@@ -217,6 +217,24 @@ def test_floor_stops_where_the_sfm_points_on_it_stop_and_what_lies_beyond_goes()
     beyond = outside_footprint(wall_past_edge, cut, margin=0.05)
     assert beyond.any() and not beyond.all()  # the part up to 2.05 m stays
     np.testing.assert_array_equal(beyond, wall_past_edge.triangles_center[:, 1] > 2.05)
+
+
+def test_a_floor_the_fusion_lost_is_the_sfm_points_floor() -> None:
+    """A floor the SfM stage found but the fusion barely shows (a plain or glossy floor, or a tiny capture):
+    fewer than 50 level faces near z = 0 find no plane, and the SfM points on z = 0 stand in, level at 0
+    and as far as they reach; too few points on it say nothing."""
+    rng = np.random.default_rng(1)
+    scraps = [trimesh.creation.box(bounds=[[x, 0.0, -0.01], [x + 0.1, 0.1, 0.0]]) for x in np.linspace(-2, 1.5, 4)]
+    machine = trimesh.creation.box(bounds=[[-1.0, -1.0, 0.0], [1.0, 1.0, 1.5]]).subdivide().subdivide()
+    surface = trimesh.util.concatenate([*scraps, machine])
+    assert detect_floor(surface, band=0.1, max_tilt_deg=10, distance=0.02) is None
+    on_floor = np.column_stack([rng.uniform([-2.5, -1.5], [2.0, 3.0], (400, 2)), rng.normal(0, 0.01, 400)])
+    above = np.column_stack([rng.uniform(-1, 1, (300, 2)), rng.uniform(0.3, 1.5, 300)])
+    floor = floor_from_points(surface, np.concatenate([on_floor, above]), band=0.1, distance=0.02)
+    assert floor.height == 0.0 and floor.tilt_deg == 0.0
+    np.testing.assert_allclose(floor.bounds_xy, [[-2.5, -1.5], [2.0, 3.0]], atol=0.02)
+    np.testing.assert_allclose(floor.area, 4 * 0.01, rtol=1e-6)  # the scraps' tops lie on it
+    assert floor_from_points(surface, np.concatenate([on_floor[:29], above]), band=0.1, distance=0.02) is None
 
 
 def _wall_outline(start, end, height: float = 2.0) -> np.ndarray:

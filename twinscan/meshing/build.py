@@ -16,8 +16,8 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing import cleanup, collision, fusion, texture
 from twinscan.meshing.confidence import face_confidence
 from twinscan.meshing.config import MeshConfig
-from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_grid, floor_slab,
-                                    outside_footprint, to_walls, with_walkway, within_points)
+from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_from_points, floor_grid,
+                                    floor_slab, outside_footprint, to_walls, with_walkway, within_points)
 from twinscan.meshing.planes import complete_planes
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.views import DepthViews
@@ -51,11 +51,13 @@ FLOOR_FACE_SHARE = 10  # the visual floor grid gets 1 / this of the visual face 
 
 
 def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None] = _no_progress,
-                 sfm_points: np.ndarray | None = None) -> MeshResult:
+                 sfm_points: np.ndarray | None = None, sfm_floor: bool = False) -> MeshResult:
     """Fuse the views (TSDF), clean the surface, find the floor, then make the collision meshes (whose
     walls bounding the capture the floor is extended to) and the visual mesh.
 
     `sfm_points` (twin frame), when given, bound the floor: it reaches as far as the points on it.
+    With `sfm_floor` (the SfM stage found the floor) they are the floor where the surface shows too
+    little of it (`floor_from_points`).
     """
     started = time.time()
     seconds: dict[str, float] = {}
@@ -77,6 +79,10 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
 
     step = time.time()
     floor = detect_floor(surface, cfg.floor_band, cfg.floor_max_tilt_deg, distance=1.5 * voxel)
+    figures["floor_source"] = "surface" if floor is not None else None
+    if floor is None and sfm_floor and sfm_points is not None:
+        floor = floor_from_points(surface, sfm_points, cfg.floor_band, 1.5 * voxel)
+        figures["floor_source"] = "sfm points" if floor is not None else None
     is_floor = np.zeros(len(surface.faces), bool)
     if floor is None:
         warnings.append(f"no floor plane found within {cfg.floor_band} m of z = 0: no floor collider")

@@ -47,6 +47,25 @@ def detect_floor(mesh: trimesh.Trimesh, band: float, max_tilt_deg: float, distan
     return Floor(height, tilt, connected_extent(mesh.vertices[faces][..., :2], cell=4 * distance), area)
 
 
+# The SfM floor stands in for the fused one only on at least this many points on it
+MIN_FLOOR_POINTS = 30
+
+
+def floor_from_points(mesh: trimesh.Trimesh, points: np.ndarray, band: float, distance: float) -> Floor | None:
+    """The SfM stage's floor (level at z = 0, as far as the SfM points within `band` of it reach), for a
+    surface that shows too little of the floor for `detect_floor`; None with fewer than MIN_FLOOR_POINTS.
+
+    The SfM stage found that floor from points covering an area (recon/sfm/world_frame.py); a floor the
+    fusion loses (plain, dark or glossy, or seen by few views: the tests' tiny capture fuses 49-55 level
+    faces near z = 0, about its 50-face bar, depending on the last bits of the splats) is still a floor.
+    """
+    on_floor = points[np.abs(points[:, 2]) <= band, :2]
+    if len(on_floor) < MIN_FLOOR_POINTS:
+        return None
+    bounds = np.percentile(on_floor, [100 * STRAY_POINT_SHARE, 100 * (1 - STRAY_POINT_SHARE)], axis=0)
+    return Floor(0.0, 0.0, bounds, float(mesh.area_faces[floor_faces(mesh, 0.0, distance)].sum()))
+
+
 def _busiest_height(heights: np.ndarray, areas: np.ndarray, distance: float) -> float:
     """The centre of the `distance`-wide height bin holding the most area."""
     edges = np.arange(heights.min(), heights.max() + 2 * distance, distance)

@@ -48,7 +48,7 @@ class MeshStage:
     def run(self, ws: Workspace, config: MeshConfig, run: StageRun, force: bool) -> None:
         views, unsupported, sfm_points = stage_views(ws, config)
         with progress_bar("mesh", total=progress_steps(config)) as advance:
-            result = build_meshes(views, config, advance, sfm_points)
+            result = build_meshes(views, config, advance, sfm_points, read_sfm_record(ws).world.floor_found)
         run.outputs = write_meshes(result, ws.path(MESH_DIR))
         height, width = views.size
         run.figures.update(result.figures, render_resolution=[width, height], floater_splats_removed=unsupported)

@@ -142,6 +142,7 @@ def mesh_preview(capture: Capture) -> str:
             ["collision watertight", fmt(f.get("collision_watertight"))],
             ["non-manifold edges", fmt(f.get("collision_non_manifold_edges"))],
             ["floor height / tilt", f"{fmt(f.get('floor_height_m'))} m / {fmt(f.get('floor_tilt_deg'))}°"],
+            ["floor from", fmt(f.get("floor_source"))],
             ["floor area seen", f"{fmt(f.get('floor_area_m2'))} m²"],
             ["voxel size", f"{fmt(f.get('voxel_size_m'))} m"],
             ["floaters / components removed", f"{fmt(f.get('floating_removed'))} / {fmt(f.get('components_removed'))}"],
