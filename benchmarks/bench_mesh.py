@@ -111,9 +111,9 @@ def timed(make):
 
 def twinscan_and_poisson(views: DepthViews, cfg: MeshConfig, truth: trimesh.Trimesh, seen: np.ndarray,
                          seen_twice: np.ndarray, poisson_depth: int,
-                         sfm_points: np.ndarray | None = None) -> tuple[dict, MeshResult]:
+                         sfm_points: np.ndarray | None = None, sfm_floor: bool = False) -> tuple[dict, MeshResult]:
     """Rows for twinscan's meshes and for Poisson on the same views' back-projected pixels."""
-    result, seconds = timed(lambda: build_meshes(views, cfg, sfm_points=sfm_points))
+    result, seconds = timed(lambda: build_meshes(views, cfg, sfm_points=sfm_points, sfm_floor=sfm_floor))
     rows = {"twinscan visual": {"seconds": seconds, **scores(result.visual, truth, seen, seen_twice)}}
     if result.floor is not None:  # completeness only: the slab's exact, flat top would flatter accuracy
         slab_top = trimesh.creation.box(bounds=np.append(result.floor.bounds_xy, [[-1e-4], [0.0]], axis=1))
@@ -139,15 +139,16 @@ def capture_rows(ws: Path, sample: Path, cfg: MeshConfig, variants: list[str]) -
     """twinscan (the preset's config and each variant of it) and Poisson (on the splat renders and on
     the SfM points) on a finished capture, scored in its twin frame."""
     twin, _ = truth_in_twin(ws, sample)
-    (views, _, points), seconds = timed(lambda: stage_views(Workspace(ws), cfg))
+    (views, _, points, sfm_floor), seconds = timed(lambda: stage_views(Workspace(ws), cfg))
     print(f"rendered {len(views)} views of the supported splats in {seconds:.0f} s (shared by twinscan and "
           f"dense Poisson, not in their times); {len(twin.seen)} seen ground-truth points")
     rows, result = twinscan_and_poisson(views, cfg, twin.scene, twin.seen, twin.seen_twice, poisson_depth=10,
-                                        sfm_points=points)
+                                        sfm_points=points, sfm_floor=sfm_floor)
     results = {"preset config (today)": result}
     for variant in variants:
         changed = with_variant(cfg, variant)
-        results[variant], seconds = timed(lambda: build_meshes(views, changed, sfm_points=points))
+        results[variant], seconds = timed(
+            lambda: build_meshes(views, changed, sfm_points=points, sfm_floor=sfm_floor))
         rows[f"twinscan visual, {variant}"] = {
             "seconds": seconds, **scores(results[variant].visual, twin.scene, twin.seen, twin.seen_twice)}
     sparse, seconds = timed(lambda: poisson_points(*sfm_points_and_observers(ws), depth=8))

@@ -78,11 +78,10 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     timed("cleanup", f"removed {figures['components_removed']} small components", step)
 
     step = time.time()
-    floor = detect_floor(surface, cfg.floor_band, cfg.floor_max_tilt_deg, distance=1.5 * voxel)
-    figures["floor_source"] = "surface" if floor is not None else None
+    floor, source = detect_floor(surface, cfg.floor_band, cfg.floor_max_tilt_deg, distance=1.5 * voxel), "surface"
     if floor is None and sfm_floor and sfm_points is not None:
-        floor = floor_from_points(surface, sfm_points, cfg.floor_band, 1.5 * voxel)
-        figures["floor_source"] = "sfm points" if floor is not None else None
+        floor, source = floor_from_points(surface, sfm_points, cfg.floor_band, 1.5 * voxel), "sfm points"
+    figures["floor_source"] = source if floor is not None else None
     is_floor = np.zeros(len(surface.faces), bool)
     if floor is None:
         warnings.append(f"no floor plane found within {cfg.floor_band} m of z = 0: no floor collider")

@@ -59,11 +59,10 @@ def floor_from_points(mesh: trimesh.Trimesh, points: np.ndarray, band: float, di
     fusion loses (plain, dark or glossy, or seen by few views: the tests' tiny capture fuses 49-55 level
     faces near z = 0, about its 50-face bar, depending on the last bits of the splats) is still a floor.
     """
-    on_floor = points[np.abs(points[:, 2]) <= band, :2]
+    on_floor = _points_on(points, 0.0, band)
     if len(on_floor) < MIN_FLOOR_POINTS:
         return None
-    bounds = np.percentile(on_floor, [100 * STRAY_POINT_SHARE, 100 * (1 - STRAY_POINT_SHARE)], axis=0)
-    return Floor(0.0, 0.0, bounds, float(mesh.area_faces[floor_faces(mesh, 0.0, distance)].sum()))
+    return Floor(0.0, 0.0, _extent(on_floor), float(mesh.area_faces[floor_faces(mesh, 0.0, distance)].sum()))
 
 
 def _busiest_height(heights: np.ndarray, areas: np.ndarray, distance: float) -> float:
@@ -125,6 +124,16 @@ def with_walkway(floor: Floor, world_from_cam: np.ndarray, margin: float) -> Flo
 STRAY_POINT_SHARE = 0.001
 
 
+def _points_on(points: np.ndarray, height: float, band: float) -> np.ndarray:
+    """The plan positions (N, 2) of the SfM points within `band` of a floor at `height`."""
+    return points[np.abs(points[:, 2] - height) <= band, :2]
+
+
+def _extent(on_floor: np.ndarray) -> np.ndarray:
+    """(2, 2) min and max x, y of the points on the floor, STRAY_POINT_SHARE of them each way left out."""
+    return np.percentile(on_floor, [100 * STRAY_POINT_SHARE, 100 * (1 - STRAY_POINT_SHARE)], axis=0)
+
+
 def within_points(floor: Floor, points: np.ndarray, band: float) -> Floor:
     """The floor cut back to where SfM points lie on it (within `band` of its height).
 
@@ -132,10 +141,10 @@ def within_points(floor: Floor, points: np.ndarray, band: float) -> Floor:
     an edge settle there too), so the fused floor overshoots its edge by a splat or two; the points
     themselves come from features on the floor and stop at its edge.
     """
-    on_floor = points[np.abs(points[:, 2] - floor.height) <= band, :2]
+    on_floor = _points_on(points, floor.height, band)
     if len(on_floor) < 100:
         return floor
-    lower, upper = np.percentile(on_floor, [100 * STRAY_POINT_SHARE, 100 * (1 - STRAY_POINT_SHARE)], axis=0)
+    lower, upper = _extent(on_floor)
     bounds = np.stack([np.maximum(floor.bounds_xy[0], lower), np.minimum(floor.bounds_xy[1], upper)])
     return replace(floor, bounds_xy=bounds)
 

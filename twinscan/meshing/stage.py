@@ -46,9 +46,9 @@ class MeshStage:
         return inputs
 
     def run(self, ws: Workspace, config: MeshConfig, run: StageRun, force: bool) -> None:
-        views, unsupported, sfm_points = stage_views(ws, config)
+        views, unsupported, sfm_points, sfm_floor = stage_views(ws, config)
         with progress_bar("mesh", total=progress_steps(config)) as advance:
-            result = build_meshes(views, config, advance, sfm_points, read_sfm_record(ws).world.floor_found)
+            result = build_meshes(views, config, advance, sfm_points, sfm_floor)
         run.outputs = write_meshes(result, ws.path(MESH_DIR))
         height, width = views.size
         run.figures.update(result.figures, render_resolution=[width, height], floater_splats_removed=unsupported)
@@ -60,10 +60,10 @@ def run_mesh(ws: Workspace, cfg: MeshConfig, force: bool = False) -> dict[str, A
     return execute(MeshStage(), ws, cfg, force).figures
 
 
-def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.ndarray]:
+def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.ndarray, bool]:
     """What the stage fuses: depth of the splats the SfM points support, rendered at the training
-    cameras, with the training pictures' colours; how many splats were left out as unsupported; and
-    the SfM points (twin frame)."""
+    cameras, with the training pictures' colours; how many splats were left out as unsupported; the
+    SfM points (twin frame); and whether the SfM stage found the floor (at z = 0)."""
     from twinscan.recon.splats.views import load_training_views
 
     splats = ws.path(SPLATS_PLY)
@@ -80,4 +80,4 @@ def stage_views(ws: Workspace, cfg: MeshConfig) -> tuple[DepthViews, int, np.nda
                                    width, height, select_render_backend(cfg.device), advance)
     # colour from the pictures themselves: the splats left out (floor past the SfM points) render none
     pictures = np.stack([(image.numpy() * 255 + 0.5).astype(np.uint8) for image in cameras.images])
-    return replace(views, colour=pictures), int((~supported).sum()), cameras.points
+    return replace(views, colour=pictures), int((~supported).sum()), cameras.points, floor_found

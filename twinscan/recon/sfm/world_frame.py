@@ -103,11 +103,26 @@ LOW_SHARE = 0.35  # floor planes are drawn from this lowest share of the points 
 REFITS = 3  # least-squares refits of a candidate on its inliers
 
 
+def _level_under_cameras(normal: np.ndarray, offset: float, up: np.ndarray, camera_median: np.ndarray,
+                         min_cos: float) -> bool:
+    """Whether the plane lies within the tilt of `up` and under the cameras (not a wall, a ceiling or a
+    plane above them)."""
+    return normal @ up >= min_cos and normal @ camera_median + offset > 0
+
+
+def _inliers_and_score(height: np.ndarray, threshold: float) -> tuple[np.ndarray, int]:
+    """A plane's inliers (points within `threshold` of it, from their signed `height` over it) and its
+    score: inliers minus the points under it (a plane slicing through walls or furniture has many points
+    under it, the floor has none)."""
+    inliers = np.abs(height) < threshold
+    return inliers, int(inliers.sum() - (height < -threshold).sum())
+
+
 def _floor_or_none(points: np.ndarray, inliers: np.ndarray, up: np.ndarray, camera_median: np.ndarray,
                    threshold: float, min_cos: float, min_inliers: int, min_fill: float) -> FloorPlane | None:
     """A RANSAC candidate's inliers refitted REFITS times; None unless the refitted plane is still a
-    floor: within the tilt of `up`, under the cameras, with `min_inliers` covering an area and fewer
-    points under it than on it.
+    floor: level and under the cameras, with `min_inliers` covering an area and fewer points under it
+    than on it.
 
     The refit is judged, not only the candidate: on a real phone video (instant-ngp's fox, a head on a
     wall filmed from the front) a candidate of 47 points in a slab through the wall refitted to the wall
@@ -116,10 +131,9 @@ def _floor_or_none(points: np.ndarray, inliers: np.ndarray, up: np.ndarray, came
         normal, offset = _plane_through(points[inliers])
         if normal @ up < 0:
             normal, offset = -normal, -offset
-        inliers = np.abs(points @ normal + offset) < threshold
-    if normal @ up < min_cos or normal @ camera_median + offset <= 0 or inliers.sum() < min_inliers:
-        return None
-    if inliers.sum() <= (points @ normal + offset < -threshold).sum() or not covers_area(points[inliers], min_fill):
+        inliers, score = _inliers_and_score(points @ normal + offset, threshold)
+    if (not _level_under_cameras(normal, offset, up, camera_median, min_cos) or inliers.sum() < min_inliers
+            or score <= 0 or not covers_area(points[inliers], min_fill)):
         return None
     return FloorPlane(normal=normal, offset=offset, inliers=inliers)
 
@@ -158,14 +172,10 @@ def fit_floor_plane(points: np.ndarray, camera_centers: np.ndarray, up: np.ndarr
         normal /= length
         if normal @ up < 0:
             normal = -normal
-        if normal @ up < min_cos:
-            continue
         offset = -float(normal @ sample[0])
-        if normal @ camera_median + offset <= 0:
-            continue  # a ceiling or a plane above the cameras
-        height = points @ normal + offset
-        inliers = np.abs(height) < threshold
-        score = inliers.sum() - (height < -threshold).sum()  # nothing should lie under the floor
+        if not _level_under_cameras(normal, offset, up, camera_median, min_cos):
+            continue
+        inliers, score = _inliers_and_score(points @ normal + offset, threshold)
         if score > best_score and covers_area(points[inliers], min_fill):
             refitted = _floor_or_none(points, inliers, up, camera_median, threshold, min_cos, min_inliers, min_fill)
             if refitted is not None:
