@@ -348,6 +348,20 @@ def test_a_panels_end_before_something_of_its_own_grey_level_is_an_edge() -> Non
     assert np.hypot(gx[:, :28], gy[:, :28]).max() < FLAT_GRADIENT  # each side flat in every channel
 
 
+def test_a_slanted_span_crossing_an_accepted_panel_is_that_panel_again() -> None:
+    """Hard seed 5's partition came out as two slabs: the second from a column 10 cm off the partition's
+    end to its other end, 18 degrees turned, crossing the first. Panels that meet at a corner, or stand
+    side by side, stay two."""
+    from twinscan.meshing.panels import _same_panel
+
+    partition = np.array([[-1.96, 0.24], [-1.96, 1.26]])
+    assert _same_panel(np.array([-1.86, 0.27]), np.array([-2.24, 1.37]), partition)  # crossing, 18 degrees
+    assert _same_panel(np.array([-1.96, 1.30]), np.array([-1.60, 2.25]), partition)  # an end, 21 degrees
+    assert not _same_panel(np.array([-1.96, 1.26]), np.array([-0.96, 1.26]), partition)  # a corner
+    assert not _same_panel(np.array([-1.46, 0.24]), np.array([-1.46, 1.26]), partition)  # side by side
+    assert not _same_panel(np.array([-1.96, 1.50]), np.array([-1.96, 2.50]), partition)  # the next one along
+
+
 def test_a_blank_panel_that_leaves_no_depth_is_told_from_free_space_by_its_flat_face() -> None:
     """The splats give the panel no depth (no feature pins them), so the renders show what stands behind
     it; the photos show it flat from every side. A span where nothing stands, or in a room without the

@@ -64,7 +64,7 @@ MAX_TOP = 3.0
 # 0.891; 4 cm 0.790, 0.877, 0.891; 5 cm 0.792, 0.876, 0.891 (2026-12-04).
 PANEL_THICKNESS = 0.04
 OVERLAP = 0.10  # metres: a span this near an accepted one for most of its length is the same panel ...
-SAME_TURN_DEG = 30.0  # ... as is one sharing an end with it and turned less than this from it
+SAME_TURN_DEG = 30.0  # ... as is one touching it and turned less than this from it
 
 
 @dataclass(frozen=True)
@@ -358,16 +358,20 @@ def _top(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray, 
 
 
 def _same_panel(a: np.ndarray, b: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether span a-b is the accepted span `ends` again: most of it within OVERLAP of it, or sharing an
-    end with it and turned less than SAME_TURN_DEG from it (a column next to an edge pairs with the far end
-    too; a panel meeting another at a corner turns more)."""
+    """Whether span a-b is the accepted span `ends` again: most of it within OVERLAP of it, or touching
+    it (crossing it, or an end within OVERLAP of it) turned less than SAME_TURN_DEG from it. A column
+    next to an edge pairs with the far end too, and one a few cm off an end with the other end at a
+    slant: hard seed 5's partition came out twice, the second slab 18 degrees turned and crossing the
+    first (its near end 10 cm off the partition's). A panel meeting another at a corner turns more."""
     along = a + np.linspace(0.0, 1.0, SPAN_STEPS)[:, None] * (b - a)
     p, q = ends
-    if (_segment_distance(along, p[None], q[None])[:, 0] <= OVERLAP).mean() > 0.5:
+    near = _segment_distance(along, p[None], q[None])[:, 0] <= OVERLAP
+    if near.mean() > 0.5:
         return True
-    shared = min(np.linalg.norm(x - y) for x in (a, b) for y in (p, q)) <= OVERLAP
+    touching = near[[0, -1]].any() or (_segment_distance(ends, a[None], b[None])[:, 0] <= OVERLAP).any() \
+        or bool(_crosses(a, b[None], p, q)[0])
     turn = np.degrees(np.arccos(min(abs((b - a) @ (q - p)) / (np.linalg.norm(b - a) * np.linalg.norm(q - p)), 1.0)))
-    return shared and turn < SAME_TURN_DEG
+    return touching and turn < SAME_TURN_DEG
 
 
 def _with_panel(views: DepthViews, depth: np.ndarray, panel: Panel) -> np.ndarray:

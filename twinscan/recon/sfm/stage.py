@@ -70,7 +70,7 @@ def metric_scale(model, image_dir: Path, cfg: SfmConfig
     figures: dict[str, Any] = {"marker_frames": len(detections), "markers_triangulated": len(markers)}
     if not markers:
         return None, ScaleSource.NONE, "none", markers, figures
-    scale = metres_per_unit(markers, cfg.marker_size)
+    scale = metres_per_unit(detections, markers, model, cfg.marker_size)
     sides = np.concatenate([side_lengths(corners) for corners in markers.values()]) * scale
     figures["marker_side_spread_m"] = round(float(sides.std()), 5)
     return scale, ScaleSource.MARKER, f"markers {cfg.marker_dict} ({len(markers)} triangulated)", markers, figures
