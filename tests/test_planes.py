@@ -398,6 +398,26 @@ def test_a_glossy_panel_whose_splats_render_nothing_is_told_from_a_backdrop_by_t
     assert _flat_span(renders, filled, flat, *in_front, SPAN_HEIGHTS) == 0
 
 
+def test_a_thin_panels_other_face_is_no_texture_behind_a_span() -> None:
+    """Hard seed 5: a span running back from the plain panel's end, faced only by views behind the panel,
+    showed its flat back face; the views in front rendered the front face, 4 cm off the back and so within
+    the depth tolerance, and their edges there counted as texture seen behind the span: a panel was taken
+    where none stands. Only views that see the same face of what lies behind the span say what it shows."""
+    from twinscan.meshing.panels import _textured_behind
+
+    (x0, x1), y, top = BLANK_PANEL
+    board = box((x1 - x0, 0.05, top), ((x0 + x1) / 2, y, top / 2))
+    cameras = np.array([look_at((0.0, 2.5, 1.0), (0.0, y, 0.6)), look_at((0.0, -2.5, 1.0), (0.0, y, 0.6))])
+    views = render_mesh_views(board, BLANK_K, cameras, BLANK_W, BLANK_H)
+    depth = np.where(views.valid(0.5), views.depth, 0.0)
+    flat = np.zeros(depth.shape, bool)
+    flat[0] = True  # the back face, seen from behind, is flat; from the front every pixel is an edge
+    rows, cols = np.nonzero(depth[0] > 0)
+    span = (np.array([x0, y + 1.0]), np.array([x1, y + 1.0]))  # between the view behind and the board
+    known, confirmed, textured = _textured_behind(views, depth, flat, 0, rows, cols, *span)
+    assert known == len(rows) and confirmed == textured == 0, (known, confirmed, textured)
+
+
 def test_a_panels_collider_is_a_closed_slab_about_its_outline() -> None:
     """A board's outline says where it stands, not how thick it is: its collider is a solid slab
     PANEL_THICKNESS thick about the line of its ends (a single quad lay on one face of the board and was

@@ -44,7 +44,8 @@ FLAT_VIEWS = 0.8  # ... and a panel needs this share of the views that see its s
 MIN_PANEL_VIEWS = 5
 MIN_VIEW_ANGLE_DEG = 20.0  # views looking along a span closer than this to its plane say nothing of it
 KNOWN_BEHIND = 0.2  # and this share of its samples must have a surface known behind them (else nothing says
-TEXTURED_BEHIND = 0.5  # it is not a plain backdrop), of which this share some view sees textured past it.
+TEXTURED_BEHIND = 0.5  # it is not a plain backdrop), of which this share of those another view confirms some
+# view sees textured past it.
 # Measured with the known surface filling what the renders lack: true panels 28-45 % of their samples, a
 # span seen only through a red guard in front of it 14 % (hard cell seed 0, 2026-12-04)
 KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business, not a panel's
@@ -309,23 +310,31 @@ def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.nda
     flat_views = sum(flat[n, row, col].mean() >= FLAT_VIEW_SHARE for n, (row, col) in pixels.items())
     if len(pixels) < MIN_PANEL_VIEWS or flat_views < FLAT_VIEWS * len(pixels):
         return 0
-    behind, textured = np.array([_textured_behind(views, depth, flat, n, row, col, a, b)
-                                 for n, (row, col) in pixels.items()]).sum(axis=0)
-    if behind < KNOWN_BEHIND * sum(len(row) for row, _ in pixels.values()) or textured < TEXTURED_BEHIND * behind:
+    behind, confirmed, textured = np.array([_textured_behind(views, depth, flat, n, row, col, a, b)
+                                            for n, (row, col) in pixels.items()]).sum(axis=0)
+    if behind < KNOWN_BEHIND * sum(len(row) for row, _ in pixels.values()) or not confirmed \
+            or textured < TEXTURED_BEHIND * confirmed:
         return 0
     return len(pixels)
 
 
 def _textured_behind(views: DepthViews, depth: np.ndarray, flat: np.ndarray, n: int, row: np.ndarray,
-                     col: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
-    """Of view n's flat pixels at (row, col) with a surface known behind them: how many, and how many of
-    those surfaces some other view sees textured, looking past the span a-b rather than through it."""
+                     col: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
+    """Of view n's flat pixels at (row, col): how many have a surface known behind them, how many of those
+    surfaces another view also renders there, from the same side (its ray in plan within 90 degrees of
+    view n's: a blank panel's other face lies within the depth tolerance) and looking past the span a-b
+    rather than through it, and how many of those such a view sees textured. A surface no other view
+    renders where view n put it (the floaters a blank panel's splats leave in the views across the cell)
+    says nothing of texture. Hard seed 5: a blank panel lost to the floaters behind it, and a span off
+    its end, seen only from behind it, taken for a panel by its back face's edges seen from the front."""
     keep = flat[n, row, col] & (depth[n, row, col] > 0)
     row, col = row[keep], col[keep]
     if not len(row):
-        return 0, 0
+        return 0, 0, 0
     rays = np.column_stack([col + 0.5, row + 0.5, np.ones(len(row))]) @ np.linalg.inv(views.K[n]).T
     surface = (rays * depth[n, row, col][:, None]) @ views.world_from_cam[n, :3, :3].T + views.world_from_cam[n, :3, 3]
+    from_n = surface[:, :2] - views.world_from_cam[n, :2, 3]
+    confirmed = np.zeros(len(surface), bool)
     textured = np.zeros(len(surface), bool)
     for m in range(len(views)):
         if m == n:
@@ -334,8 +343,10 @@ def _textured_behind(views: DepthViews, depth: np.ndarray, flat: np.ndarray, n: 
         rendered = depth[m, r, c]
         sees = inside & (rendered > 0) & (np.abs(rendered - z) <= np.maximum(OCCLUSION, 0.03 * z))
         sees &= ~_crosses(views.world_from_cam[m, :2, 3], surface[:, :2], a, b)
+        sees &= np.einsum("ij,ij->i", surface[:, :2] - views.world_from_cam[m, :2, 3], from_n) > 0
+        confirmed |= sees
         textured |= sees & ~flat[m, r, c]
-    return len(surface), int(textured.sum())
+    return len(surface), int(confirmed.sum()), int(textured.sum())
 
 
 def _crosses(origin: np.ndarray, targets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
