@@ -58,7 +58,7 @@ def refine_corners(linear_gray: np.ndarray, corners: np.ndarray, cells: np.ndarr
     """Corners (4, 2) of the black square, re-fitted by aligning its cell pattern (plus half a cell
     of white margin) to the linear-intensity image with a homography (cv2.findTransformECC).
 
-    The template is blurred as the image is (`_blurred`), by the Gaussian in TEMPLATE_BLURS_PX whose
+    The template is blurred as the image is (`_template_blur_shape`), by the Gaussian in TEMPLATE_BLURS_PX whose
     alignment correlates best: a sharp template aligned to a blurred image pulls the square's corners
     in (a blurred convex corner loses its tip): markers 18-31 px wide at a slant came out 0.25 % small
     under a 0.45 px blur and 0.8 % under 0.9 px; matched, within 0.05 %.
@@ -79,9 +79,10 @@ def refine_corners(linear_gray: np.ndarray, corners: np.ndarray, cells: np.ndarr
     initial = cv2.getPerspectiveTransform(square, corners.astype(np.float32)).astype(np.float32)
     criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 100, 1e-6)
     image = linear_gray.astype(np.float32)
+    shape = _template_blur_shape(initial, (low + high) / 2)
     best, refined = -np.inf, corners
     for blur in TEMPLATE_BLURS_PX:
-        blurred = _blurred(template, initial, (low + high) / 2, blur)
+        blurred = _blurred(template, shape * blur ** 2)
         try:
             correlation, warp = cv2.findTransformECC(blurred, image, initial.copy(), cv2.MOTION_HOMOGRAPHY,
                                                      criteria, None, 1)
@@ -93,18 +94,22 @@ def refine_corners(linear_gray: np.ndarray, corners: np.ndarray, cells: np.ndarr
     return refined
 
 
-def _blurred(template: np.ndarray, image_from_template: np.ndarray, centre: float, sigma_px: float) -> np.ndarray:
-    """The template blurred as a Gaussian of `sigma_px` image pixels blurs the image: through the
-    homography's local linear map at the square's centre, so a marker seen at a slant (foreshortened
-    along one axis) is blurred more along that axis of the template."""
-    import cv2
-
-    if not sigma_px:
-        return template
+def _template_blur_shape(image_from_template: np.ndarray, centre: float) -> np.ndarray:
+    """(2, 2) covariance in template pixels of a blur of one image pixel: through the homography's local
+    linear map at the square's centre, so a marker seen at a slant (foreshortened along one axis) is
+    blurred more along that axis of the template."""
     H = image_from_template.astype(np.float64)
     w = H[2] @ [centre, centre, 1.0]
     linear = (H[:2, :2] * w - np.outer(H[:2] @ [centre, centre, 1.0], H[2, :2])) / w ** 2  # d image / d template
-    covariance = sigma_px ** 2 * np.linalg.inv(linear.T @ linear)
+    return np.linalg.inv(linear.T @ linear)
+
+
+def _blurred(template: np.ndarray, covariance: np.ndarray) -> np.ndarray:
+    """The template blurred by a Gaussian of this (2, 2) covariance in template pixels (none when zero)."""
+    import cv2
+
+    if not covariance.any():
+        return template
     reach = int(np.ceil(3 * np.sqrt(np.linalg.eigvalsh(covariance).max())))
     offsets = np.stack(np.mgrid[-reach:reach + 1, -reach:reach + 1][::-1], axis=-1).astype(np.float64)
     kernel = np.exp(-0.5 * np.einsum("...i,ij,...j->...", offsets, np.linalg.inv(covariance), offsets))
@@ -137,14 +142,8 @@ def triangulate_markers(detections: dict[str, dict[int, np.ndarray]], reconstruc
     """{marker id: (4, 3) corners in the reconstruction's frame}, robustly over all views (pycolmap)."""
     import pycolmap
 
-    images = {image.name: image for image in reconstruction.images.values() if image.has_pose}
-    views: dict[int, list[tuple[np.ndarray, object]]] = defaultdict(list)
-    for name, markers in detections.items():
-        if name in images:
-            for marker_id, corners in markers.items():
-                views[marker_id].append((corners, images[name]))
     triangulated: dict[int, np.ndarray] = {}
-    for marker_id, observations in views.items():
+    for marker_id, observations in _observations(detections, reconstruction).items():
         if len(observations) < MIN_VIEWS:
             continue
         corners3d = []
@@ -159,6 +158,18 @@ def triangulate_markers(detections: dict[str, dict[int, np.ndarray]], reconstruc
         if len(corners3d) == 4:
             triangulated[marker_id] = np.array(corners3d)
     return triangulated
+
+
+def _observations(detections: dict[str, dict[int, np.ndarray]], reconstruction
+                  ) -> dict[int, list[tuple[np.ndarray, object]]]:
+    """{marker id: [(corners (4, 2), image)]}: each detection in a frame the model has posed."""
+    images = {image.name: image for image in reconstruction.images.values() if image.has_pose}
+    views: dict[int, list[tuple[np.ndarray, object]]] = defaultdict(list)
+    for name, markers in detections.items():
+        if name in images:
+            for marker_id, corners in markers.items():
+                views[marker_id].append((corners, images[name]))
+    return views
 
 
 def side_lengths(corners3d: np.ndarray) -> np.ndarray:
@@ -177,15 +188,13 @@ def metres_per_unit(detections: dict[str, dict[int, np.ndarray]], markers: dict[
     a generated hard cell 0.6 % off (one view of seven, at a slant); the median outvotes it."""
     import cv2
 
-    images = {image.name: image for image in reconstruction.images.values() if image.has_pose}
     half = marker_size / 2
     square = np.array([[-half, half, 0.0], [half, half, 0.0], [half, -half, 0.0], [-half, -half, 0.0]])
     ratios = []
-    for name, found in detections.items():
-        for marker_id, corners in found.items():
-            if marker_id not in markers or name not in images:
-                continue
-            image = images[name]
+    for marker_id, observations in _observations(detections, reconstruction).items():
+        if marker_id not in markers:
+            continue
+        for corners, image in observations:
             normalized = image.camera.cam_from_img(corners + COLMAP_FROM_OPENCV_PIXELS)
             solved, _, metres = cv2.solvePnP(square, normalized, np.eye(3), None, flags=cv2.SOLVEPNP_IPPE_SQUARE)
             units = np.linalg.norm(image.cam_from_world() * markers[marker_id].mean(axis=0))
