@@ -479,7 +479,7 @@ def test_the_walls_bounding_the_capture_are_found_however_many_lines_cross_them_
         fronts.append(np.column_stack([x.ravel(), np.full(x.size, y), z.ravel()]))
     points = np.vstack([*fronts, east, south])
     cameras = np.array([[x, y, 1.5] for x in (-1.5, 0.0, 2.0) for y in (-2.5, 0.0, 2.5)])
-    found = _outermost_walls(points, cameras, 0.14, 30)
+    found = _outermost_walls(points, cameras, 0.14, 30, 0.6)
     # the corner between the walls' ends (x 2.9 to 4.7, y -3.7 to -1.9) is open: no wall closes it
     assert len(found) == 2, [(np.round(n, 2), np.round(c, 2)) for n, c, _ in found]
     normals = np.array([normal for normal, _, _ in found])
@@ -488,6 +488,30 @@ def test_the_walls_bounding_the_capture_are_found_however_many_lines_cross_them_
     for normal, centre, _ in found:
         face = np.array([4.7, 0.0]) if normal[0] < -0.9 else np.array([0.0, -3.7])
         assert abs((centre[:2] - face) @ normal[:2]) < 0.05
+
+
+def test_two_walls_reconstructed_only_at_their_ends_are_not_joined_across_the_open_corner() -> None:
+    from twinscan.meshing.planes import _outermost_walls
+
+    rng = np.random.default_rng(1)
+    # the east wall (x = 4.7) and the north wall (y = 4.9) left nothing but their last half metre each, as
+    # thick blobs, 2.7 m apart across the open corner between them (hard seed 1): the east end alone is too
+    # little for a wall, and the band slanted through both holds more than the north end's own band
+    east_end = _far_wall_layer(rng, 25, 4.7, (2.6, 3.1), thickness=0.1)
+    north_end = _far_wall_layer(rng, 70, 4.9, (1.5, 2.0), thickness=0.1)[:, [1, 0, 2]]
+    x, z = np.meshgrid(np.arange(-1.5, 1.5, 0.02), np.arange(0.2, 1.5, 0.05))  # a machine front in the middle
+    points = np.vstack([east_end, north_end, np.column_stack([x.ravel(), np.zeros(x.size), z.ravel()])])
+    cameras = np.array([[x, y, 1.5] for x in (-3.0, 0.0, 3.0) for y in (-3.0, 0.0, 3.0)])
+
+    def joined(bridge: float) -> bool:
+        return any((np.abs((east_end - centre) @ normal) <= 0.1).any()
+                   and (np.abs((north_end - centre) @ normal) <= 0.1).any()
+                   for normal, centre, _ in _outermost_walls(points, cameras, 0.2, 30, bridge))
+
+    assert joined(3.0), "a band counting points across the corner's 2.7 m gap closes it"
+    assert not joined(0.6)
+    (normal, centre, _), = _outermost_walls(points, cameras, 0.2, 30, 0.6)
+    assert normal @ [0.0, -1.0, 0.0] > np.cos(np.radians(5.0)) and abs(centre[1] - 4.9) < 0.05
 
 
 def test_a_far_wall_takes_its_yaw_from_the_sfm_points_on_it_or_else_from_its_densest_line():

@@ -76,6 +76,10 @@ WALL_YAW_STEP_DEG = 0.1  # ... in these steps
 # alone. The hard cells' and the sample's walls are rendered by 9-62 views; a 0.5 m fragment of a low wall
 # that 4 views rendered, across the cell, took a plan yaw 8 degrees off (hard seed 3, 2026-12-04)
 MIN_WALL_VIEWS = 6
+# metres: a wall bounding the capture is at least this long. Its band is a layer 0.4 m thick, and a shorter
+# fragment in it fixes no direction: hard seed 1's low wall, reconstructed only at its end (0.5 m, 0.36 m
+# deep), came out turned 20 degrees, 0.95 m long; the hard cells' and the sample's walls are 1.85-5.4 m
+MIN_WALL_LENGTH = 1.5
 BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand beyond it ...
 BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of its cells bounds nothing
 
@@ -121,7 +125,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     cameras = views.world_from_cam[:, :3, 3]
     # a wall stands above the floor's fringe (what the fusion leaves at the floor's edge)
     candidates += _outermost_walls(points[points[:, 2] >= cfg.min_height], cameras, BAND_WIDTHS * 2 * distance,
-                                   min_support)
+                                   min_support, cfg.bridge)
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
     parts, planes, walls = [], [], []
     ghosts = np.zeros(len(collider.faces), bool)
@@ -143,8 +147,8 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             covered = _held_share(collider, parts, cells, wall.frame, cfg)
             # the collider holds none of it, and nothing stands behind it: what most views show in front
             # of it (the machines before the wall) says nothing against it; only views that looked past it do
-            if not (cells.any() and seen_by >= MIN_WALL_VIEWS and unblocked >= cfg.min_seen_share
-                    and covered <= cfg.missing_share):
+            if not (cells.any(axis=1).sum() * cfg.cell >= MIN_WALL_LENGTH and seen_by >= MIN_WALL_VIEWS
+                    and unblocked >= cfg.min_seen_share and covered <= cfg.missing_share):
                 wall = None
             else:
                 normal, centre, frame = wall.frame.normal, wall.centre, wall.frame
@@ -576,15 +580,19 @@ def _upright_by_position(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarra
     return found
 
 
-def _outermost_walls(points: np.ndarray, cameras: np.ndarray, band: float,
-                     min_support: float) -> list[tuple[np.ndarray, np.ndarray, int]]:
+def _outermost_walls(points: np.ndarray, cameras: np.ndarray, band: float, min_support: float,
+                     bridge: float) -> list[tuple[np.ndarray, np.ndarray, int]]:
     """Upright planes at the outer edge of what was captured: in each plan direction (1 degree steps)
     the fullest band of points beyond every camera with next to nothing more than BEHIND_DEPTH past it;
     the fullest over all directions is a wall (a wall's band holds most when the direction is square to
     it), its layer leaves the vote, and the next is sought. An inward loop sees the walls bounding the
     cell only from across it, in sparse fragments that the position vote's clutter (machine fronts'
     lines crossing them) out-votes and eats. Without the layer leaving, a band slanted across one
-    wall's end and the next one's would be a wall too: an open corner closed."""
+    wall's end and the next one's would be a wall too: an open corner closed. And a band counts only
+    the points of its longest run along it (no gap wider than `bridge`), and stands where they do: where
+    two walls were barely reconstructed but at their ends (hard seed 1: 18 and 30 SfM points on 5 m
+    walls), the band through both ends, diagonally across the open corner between them, held more than
+    either end's own band."""
     angles = np.radians(np.arange(0.0, 360.0, 1.0))
     directions = np.column_stack([np.cos(angles), np.sin(angles)])
     offsets = points[:, :2] @ directions.T  # (P, A)
@@ -605,18 +613,25 @@ def _outermost_walls(points: np.ndarray, cameras: np.ndarray, band: float,
             start = reach[a] + np.arange(len(windows)) * step
             # what was captured past a band bounds it out, whether or not a wall took it before
             past = len(points) - np.searchsorted(ordered[a], start + band / 2 + BEHIND_DEPTH)
-            bounding = (windows >= min_support) & (past <= OUTER_PAST_SHARE * windows)
-            if bounding.any():
-                best = int(np.argmax(np.where(bounding, windows, 0)))
-                counts[a], starts[a] = windows[best], start[best]
+            bounding = np.flatnonzero((windows >= min_support) & (past <= OUTER_PAST_SHARE * windows))
+            runs = [_longest_run(points[free & (offsets[:, a] >= start[b]) & (offsets[:, a] < start[b] + band)],
+                                 directions[a], bridge).sum() for b in bounding]
+            if runs and max(runs) >= min_support:
+                best = int(bounding[int(np.argmax(runs))])
+                counts[a], starts[a] = max(runs), start[best]
         a = int(np.argmax(counts))
         if counts[a] < min_support:
             break
         inside = free & (offsets[:, a] >= starts[a]) & (offsets[:, a] < starts[a] + band)
-        found.append((np.array([-directions[a, 0], -directions[a, 1], 0.0]), points[inside].mean(axis=0),
-                      int(counts[a])))
+        run = points[inside][_longest_run(points[inside], directions[a], bridge)]
+        found.append((np.array([-directions[a, 0], -directions[a, 1], 0.0]), run.mean(axis=0), int(counts[a])))
         free &= np.abs(offsets[:, a] - (starts[a] + band / 2)) > band / 2 + BEHIND_DEPTH  # its whole layer
     return found
+
+
+def _longest_run(points: np.ndarray, direction: np.ndarray, bridge: float) -> np.ndarray:
+    """Mask of `points` in their longest run along the plan line normal to `direction`."""
+    return _along_run(points, np.ones(len(points), bool), direction, bridge) if len(points) else np.zeros(0, bool)
 
 
 def _along_run(points: np.ndarray, support: np.ndarray, direction: np.ndarray, bridge: float) -> np.ndarray:
