@@ -623,14 +623,18 @@ def test_a_walls_top_is_where_its_renders_fall_off_not_where_they_thin_out() -> 
 def test_a_bounding_wall_seen_in_fragments_is_closed_to_its_rectangle() -> None:
     """Seen across the cell between the machines before it, a wall bounding the capture leaves fragments:
     here its lower left and its upper right. The hull of them cut its upper left corner off on a slant
-    (on the hard cells, 0.4-0.8 m2 of each east wall); the wall is the rectangle they span."""
+    (on the hard cells, 0.4-0.8 m2 of each east wall); the wall is the rectangle they span, along it
+    less the strays past its ends."""
     from twinscan.meshing.planes import _cell_centres, _footprint
 
     rng = np.random.default_rng(5)
     low_left = np.column_stack([rng.uniform(-1.5, -1.0, 300), np.full(300, WALL_Y), rng.uniform(0.2, 0.8, 300)])
     up_right = np.column_stack([rng.uniform(1.0, 1.5, 300), np.full(300, WALL_Y), rng.uniform(1.5, 2.0, 300)])
+    # and the floor's fringe in its band past its ends: a few strays that must not carry it on
+    strays = np.column_stack([np.r_[rng.uniform(-3.0, -1.6, 4), rng.uniform(1.6, 3.0, 4)], np.full(8, WALL_Y),
+                              np.full(8, 0.1)])
     cfg = PlaneConfig()
-    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), np.vstack([low_left, up_right]),
+    cells, frame = _footprint(np.zeros((0, 3)), np.zeros((0, 3)), np.vstack([low_left, up_right, strays]),
                               np.array([0.0, -1.0, 0.0]), np.array([0.0, WALL_Y, 1.0]), 0.05, cfg, bounding=True)
     centres = _cell_centres(cells, frame, cfg.cell)[cells.ravel()]
     upper_left = (centres[:, 0] < -1.3) & (centres[:, 2] > 1.8)
