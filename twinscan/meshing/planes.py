@@ -687,25 +687,23 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
     occupied = np.zeros(ij.max(axis=0) + 2, bool)
     occupied[ij[:, 0], ij[:, 1]] = True
     reach = max(1, int(round(cfg.bridge / cfg.cell / 2)))
-    cells = _rectangle(occupied, ij[:, 0]) if bounding else _hulls(occupied, reach)
+    cells = _rectangle(ij, occupied.shape) if bounding else _hulls(occupied, reach)
     origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
     if abs(normal[2]) <= 0.5:
         cells, origin = _down_to_floor(cells, origin, v, cfg.cell, np.inf if bounding else cfg.bridge)
     return _large_parts(cells, cfg.min_area / cfg.cell ** 2), _Frame(origin, u, v, normal)
 
 
-def _rectangle(cells: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """The raster's rectangle spanned by `cells`, along the wall from the WALL_STRAY_SHARE to the
-    1 - WALL_STRAY_SHARE quantile of its support's `columns` (one per support point): a wall bounding the
-    capture is seen in fragments between the machines before it, and the hull of those cut its upper
-    corners off on a slant; a few strays in its band past its ends (the floor's fringe beyond the sample's
-    low wall: 27 of 4,990 points each way) would carry it metres on."""
-    filled = np.zeros_like(cells)
-    if cells.any():
-        occupied = np.argwhere(cells)
-        i0, i1 = np.quantile(columns, [WALL_STRAY_SHARE, 1 - WALL_STRAY_SHARE]).round().astype(np.int64)
-        j0, j1 = occupied[:, 1].min(), occupied[:, 1].max()
-        filled[i0:i1 + 1, j0:j1 + 1] = True
+def _rectangle(ij: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """The cells of a raster of `shape` in the rectangle its support's cells `ij` (one row per support
+    point) span: up to the highest, and along the wall from the WALL_STRAY_SHARE to the
+    1 - WALL_STRAY_SHARE quantile of their columns. A wall bounding the capture is seen in fragments
+    between the machines before it, and the hull of those cut its upper corners off on a slant; a few
+    strays in its band past its ends (the floor's fringe beyond the sample's low wall: 27 of 4,990
+    points each way) would carry it metres on."""
+    filled = np.zeros(shape, bool)
+    i0, i1 = np.quantile(ij[:, 0], [WALL_STRAY_SHARE, 1 - WALL_STRAY_SHARE]).round().astype(np.int64)
+    filled[i0:i1 + 1, ij[:, 1].min():ij[:, 1].max() + 1] = True
     return filled
 
 
