@@ -452,6 +452,24 @@ def test_no_panel_stands_on_the_walk() -> None:
     assert _spans(np.array([*panel, mirrored]), None, walk) == [(0, 1)]
 
 
+def test_a_fragment_of_a_panel_that_fusion_kept_leaves_its_end_to_the_edge_vote() -> None:
+    """Fusion keeps fragments of a panel where its end meets texture (hard seed 4: 27 cm of the guard's end,
+    0.26-0.53 m up). Plan cells near the known surface were never probed for edges and no span could pass
+    them, so that end was lost and the guard came out paired with a column 0.5 m behind it, turned 33
+    degrees. A fragment is not a solid the collider holds; a box standing beside the panel's end is."""
+    from twinscan.meshing.panels import _known_plan, _near_known, _spans
+
+    (x0, x1), y, _ = BLANK_PANEL
+    room = blank_room(with_panel=False)
+    with_fragment = _known_plan(trimesh.util.concatenate([room, box((0.27, 0.05, 0.27), (x1 - 0.135, y, 0.395))]))
+    with_box = _known_plan(trimesh.util.concatenate([room, box((0.3, 0.3, 1.2), (x1 + 0.15, y, 0.6))]))
+    ends = np.array([[x0, y], [x1, y]])
+    assert not _near_known(with_fragment, ends).any() and _near_known(with_box, ends[1:] + [0.04, 0.0]).all()
+    walk = blank_room_walk(24)[:, :2, 3]
+    assert _spans(ends, with_fragment, walk) == [(0, 1)]
+    assert _spans(ends + [0.2, 0.0], with_box, walk) == []  # its middle passes through the box
+
+
 def test_a_room_without_a_blank_panel_gets_none() -> None:
     cameras = blank_room_walk(24)
     renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)

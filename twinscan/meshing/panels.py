@@ -48,7 +48,12 @@ TEXTURED_BEHIND = 0.5  # it is not a plain backdrop), of which this share of tho
 # view sees textured past it.
 # Measured with the known surface filling what the renders lack: true panels 28-45 % of their samples, a
 # span seen only through a red guard in front of it 14 % (hard cell seed 0, 2026-12-04)
-KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business, not a panel's
+KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business, not a panel's ...
+# ... when it stands there at this share of the probed heights. Fusion keeps fragments of a panel where its
+# edge meets textured ground or a neighbour (hard seed 4: the plain panel's foot, 0.1-0.24 m, and 27 cm of
+# the guard's end, 0.26-0.53 m): cells near any known surface went unprobed, so both panels lost an end
+# and came out paired with columns 0.2-0.5 m behind them, turned 9 and 33 degrees
+KNOWN_HEIGHTS = 0.5
 OCCLUSION = 0.10  # metres: a known surface this much nearer than a sample hides it
 MAX_DEPTH = 8.0  # metres: further off, a 2 cm column is a third of a pixel wide at 640 pixels
 MIN_LENGTH, MAX_LENGTH = 0.30, 3.00  # metres: a panel's width
@@ -146,20 +151,38 @@ def _with_known(views: DepthViews, depth: np.ndarray, known: trimesh.Trimesh) ->
     return np.where(depth > 0, depth, np.where(np.isfinite(own), own, 0.0))
 
 
-def _known_plan(known: trimesh.Trimesh) -> cKDTree | None:
+@dataclass(frozen=True)
+class _KnownPlan:
+    """Where the known surface stands in plan, at each height edges are probed at."""
+
+    levels: tuple[cKDTree | None, ...]  # plan positions of its samples near each of EDGE_HEIGHTS
+    mins: np.ndarray
+    maxes: np.ndarray
+
+
+def _known_plan(known: trimesh.Trimesh) -> _KnownPlan | None:
     """Plan positions of the known surface at the heights panels are probed at."""
     if len(known.faces) == 0:
         return None
     samples = sample_surface(known, max(20_000, int(known.area / CELL ** 2)))
     low, high = EDGE_HEIGHTS[0] - KNOWN_REACH, EDGE_HEIGHTS[-1] + KNOWN_REACH
     samples = samples[(samples[:, 2] >= low) & (samples[:, 2] <= high)]
-    return cKDTree(samples[:, :2]) if len(samples) else None
+    if not len(samples):
+        return None
+    half_step = (EDGE_HEIGHTS[1] - EDGE_HEIGHTS[0]) / 2
+    levels = tuple(cKDTree(level[:, :2]) if len(level := samples[np.abs(samples[:, 2] - z) <= half_step]) else None
+                   for z in EDGE_HEIGHTS)
+    return _KnownPlan(levels, samples[:, :2].min(axis=0), samples[:, :2].max(axis=0))
 
 
-def _near_known(known_plan: cKDTree | None, plan: np.ndarray) -> np.ndarray:
+def _near_known(known_plan: _KnownPlan | None, plan: np.ndarray) -> np.ndarray:
+    """Whether the known surface stands within KNOWN_REACH of each plan point at KNOWN_HEIGHTS of the probed
+    heights: a solid the collider holds, not a fragment of the panel that fusion kept."""
     if known_plan is None:
         return np.zeros(len(plan), bool)
-    return np.isfinite(known_plan.query(plan, distance_upper_bound=KNOWN_REACH)[0])
+    heights = sum(np.isfinite(tree.query(plan, distance_upper_bound=KNOWN_REACH)[0])
+                  for tree in known_plan.levels if tree is not None)
+    return np.asarray(heights) >= KNOWN_HEIGHTS * len(EDGE_HEIGHTS)
 
 
 def _visible(views: DepthViews, depth: np.ndarray, n: int, points: np.ndarray):
@@ -172,7 +195,7 @@ def _visible(views: DepthViews, depth: np.ndarray, n: int, points: np.ndarray):
 
 
 def _edge_columns(views: DepthViews, depth: np.ndarray, gradients,
-                  known_plan: cKDTree | None) -> tuple[np.ndarray, np.ndarray]:
+                  known_plan: _KnownPlan | None) -> tuple[np.ndarray, np.ndarray]:
     """(K, 2) plan points where an upright edge stands that the known surface does not hold, strongest
     first, and (K,) how many views see an edge at each."""
     cameras = views.world_from_cam[:, :2, 3]
@@ -250,7 +273,7 @@ def _across_upright(views: DepthViews, n: int, points: np.ndarray) -> np.ndarray
     return np.column_stack([-dv / length, du / length])
 
 
-def _spans(columns: np.ndarray, known_plan: cKDTree | None, path: np.ndarray) -> list[tuple[int, int]]:
+def _spans(columns: np.ndarray, known_plan: _KnownPlan | None, path: np.ndarray) -> list[tuple[int, int]]:
     """Pairs of edge columns (indices) a panel could stand between: as wide as a panel, nothing known
     along the way, and clear of the walk (`path`: the cameras' plan positions in the order filmed)."""
     pairs = []
