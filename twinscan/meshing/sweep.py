@@ -1,0 +1,152 @@
+"""Upright surfaces placed by the photos alone: plane-sweep photo-consistency.
+
+A wall bounding the capture that an inward loop sees only from across the cell, between the machines
+before it, keeps few SfM points (its texture is too fine for SIFT at 6-8 m at preview size) and its
+splats render it with floaters 30-70 % of the way out (hard seed 4's east wall: no fused or rendered
+point within 20 cm of it, 18 SfM points on 10 m2). Its texture still lines up across the views on the one
+plane where it lies. Each view's photo, mapped onto a candidate upright plane, is compared with the
+others' in small windows (normalized cross-correlation, the mean over the pairs of views); sweeping the
+plane's offset outwards from the walk (plane-sweep stereo: Collins 1996; Gallup et al., CVPR 2007), the
+views agree on the most cells where the wall lies (hard seed 4: 890 cells, 4 to 30 times as many as on
+the planes 0.3 m or more past it), and a cell's own best offset is too noisy to trust: 3 to 5 views see
+each. What the known surface hides from a view (the machines before the wall) is left out of its samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from twinscan.meshing.views import DepthViews
+
+CELL = 0.03  # metres: the plane's raster (a pixel spans 1.4 cm at 7 m at preview size)
+WINDOW = 2  # cells either side: the correlation window is 5 x 5 cells (15 cm)
+MIN_VIEWS = 3  # a cell's agreement counts where this many views see its whole window
+MIN_VARIANCE = 4.0  # grey levels squared: a window flatter than this says nothing (a plain face agrees anywhere)
+MIN_AGREEMENT = 0.5  # mean correlation over the pairs of views: a cell they agree on
+OCCLUSION = 0.10  # metres: a known surface this much nearer than a sample hides it
+MAX_VIEWS = 90  # views spread over the walk (a far wall shows in strips between machines: each view counts)
+HEIGHTS = np.arange(0.50, 3.0, CELL)  # metres: nearer the floor, its texture agrees on any plane just past
+# the walk (hard seed 4: 332 cells at 0.1-0.25 m on a plane 0.2 m past the west of the walk, where nothing
+# stands; a textured room's floor, 55 cells at 0.30-0.36 m on a plane 0.18 m past the walk)
+NEAREST, DEPTH = 0.10, 2.50  # metres past the views: the planes swept
+COARSE_STEP, FINE_STEP = 0.04, 0.01  # metres: a wall's peak is about 10 cm wide
+FINE_SPAN = 5  # fine steps
+BEYOND = 0.30  # metres: the planes further out than this past the peak are its background ...
+PEAK_CONTRAST = 3.0  # ... and it holds this many times their median count of columns agreed on
+COLUMN_CELLS = 3  # a raster column is agreed on where this many of its cells are: a plane is scored by how
+# much of its length the views agree on, not its area; a plane crossing a side wall agrees along the line
+# where they meet, at every offset (a room without its far wall: 1,101 cells, 12 columns)
+MIN_COLUMNS = round(0.5 / CELL)  # columns (0.5 m of wall) agreed on at the peak
+
+
+@dataclass(frozen=True)
+class UprightRaster:
+    """Cells on the upright planes {x : x . normal = level}: `along` their horizontal axis (up x normal),
+    `heights` above the floor."""
+
+    normal: np.ndarray  # (3,) level unit normal, facing the views
+    along: np.ndarray  # (A,) metres
+    heights: np.ndarray  # (Z,) metres
+
+    def points(self, level: float) -> np.ndarray:
+        """(A, Z, 3) world points of the raster on the plane at `level`."""
+        axis = np.cross([0.0, 0.0, 1.0], self.normal)
+        return (level * self.normal + self.along[:, None, None] * axis
+                + self.heights[None, :, None] * np.array([0.0, 0.0, 1.0]))
+
+
+def grey_images(views: DepthViews) -> np.ndarray:
+    """(N, H, W) float32 grey levels of the views' photos."""
+    return np.stack([cv2.cvtColor(colour, cv2.COLOR_RGB2GRAY).astype(np.float32) for colour in views.colour])
+
+
+@dataclass(frozen=True)
+class SweptWall:
+    normal: np.ndarray  # (3,) level, facing the views
+    level: float  # the plane {x : x . normal = level}
+    support: np.ndarray  # (M, 3) raster cells the views agree on there
+
+
+def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, normal: np.ndarray,
+               along: np.ndarray) -> SweptWall | None:
+    """The upright plane facing `normal` beyond every camera where the views' photos agree on the most
+    cells, if it stands out (PEAK_CONTRAST) from the planes further out, swept coarse then fine; `along`
+    (A,): the raster along it. None where nothing there agrees."""
+    reach = float((views.world_from_cam[:, :3, 3] @ normal).min())  # every view stands before this plane
+    chosen = np.unique(np.linspace(0, len(views) - 1, min(len(views), MAX_VIEWS)).round().astype(np.int64))
+    raster = UprightRaster(normal, along, HEIGHTS)
+
+    def agreed(levels: np.ndarray) -> list[np.ndarray]:
+        return [_agreeing(views, grey, known_depth, chosen, raster.points(level)) for level in levels]
+
+    coarse = reach - np.arange(NEAREST, DEPTH, COARSE_STEP)
+    columns = np.array([(cells.sum(axis=1) >= COLUMN_CELLS).sum() for cells in agreed(coarse)])
+    peak = int(np.argmax(columns))
+    beyond = columns[coarse <= coarse[peak] - BEYOND]
+    if peak == 0 or not len(beyond) or columns[peak] < MIN_COLUMNS or columns[peak] < PEAK_CONTRAST * np.median(beyond):
+        return None
+    # placed where the most cells agree (near the peak, every column agrees on a few of them), their count
+    # smoothed over FINE_SPAN: it varies by +-10 % from one centimetre to the next (hard seed 1's east wall)
+    fine = coarse[peak] + np.arange(-2 * COARSE_STEP, 2 * COARSE_STEP + 1e-9, FINE_STEP)
+    counts = np.array([cells.sum() for cells in agreed(fine)], np.float64)
+    level = float(fine[int(np.argmax(np.convolve(counts, np.ones(FINE_SPAN) / FINE_SPAN, "same")))])
+    support = [raster.points(near)[_agreeing(views, grey, known_depth, chosen, raster.points(near))]
+               for near in (level - FINE_STEP, level, level + FINE_STEP)]
+    return SweptWall(normal, level, np.concatenate(support))
+
+
+def seen_by(views: DepthViews, known_depth: np.ndarray, points: np.ndarray, min_points: int) -> int:
+    """How many views see at least `min_points` of `points` in their image, unhidden by the known surface."""
+    count = 0
+    for n in range(len(views)):
+        inside, row, col, z = views.pixels(n, points)
+        count += int((inside & ~(known_depth[n, row, col] < z - OCCLUSION)).sum() >= min_points)
+    return count
+
+
+def _agreeing(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
+              raster: np.ndarray) -> np.ndarray:
+    """(A, Z) mask of the raster cells the views agree on (MIN_AGREEMENT, over MIN_VIEWS or more)."""
+    agreement, count = _agreement(views, grey, known_depth, chosen, raster)
+    return (agreement >= MIN_AGREEMENT) & (count >= MIN_VIEWS)
+
+
+def _agreement(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
+               raster: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(A, Z) mean normalized cross-correlation over the pairs of views that see each cell's whole window
+    unhidden (-1 where fewer than MIN_VIEWS do), and (A, Z) how many do."""
+    shape = raster.shape[:2]
+    world = raster.reshape(-1, 3)
+    h, w = views.size
+    total = np.zeros(shape, np.float32)
+    squares = np.zeros(shape, np.float32)
+    count = np.zeros(shape, np.float32)
+    window = (2 * WINDOW + 1, 2 * WINDOW + 1)
+    for n in chosen:
+        cam = world @ views.cam_from_world[n, :3, :3].T + views.cam_from_world[n, :3, 3]
+        z = np.maximum(cam[:, 2], 1e-6)
+        u = views.K[n, 0, 0] * cam[:, 0] / z + views.K[n, 0, 1] * cam[:, 1] / z + views.K[n, 0, 2]
+        v = views.K[n, 1, 1] * cam[:, 1] / z + views.K[n, 1, 2]
+        inside = (cam[:, 2] > 0.1) & (u >= 0.5) & (u < w - 0.5) & (v >= 0.5) & (v < h - 0.5)
+        if inside.sum() < 2 * WINDOW * WINDOW:
+            continue
+        row, col = np.clip(v, 0, h - 1).astype(np.int64), np.clip(u, 0, w - 1).astype(np.int64)
+        hidden = known_depth[n, row, col] < z - OCCLUSION
+        mask = (inside & ~hidden).reshape(shape).astype(np.float32)
+        value = cv2.remap(grey[n], (u - 0.5).astype(np.float32).reshape(shape), (v - 0.5).astype(np.float32).reshape(shape),
+                          cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        whole = cv2.boxFilter(mask, -1, window) > 0.999
+        mean = cv2.boxFilter(value, -1, window)
+        variance = cv2.boxFilter(value * value, -1, window) - mean * mean
+        usable = whole & (variance >= MIN_VARIANCE)
+        normalized = np.where(usable, (value - mean) / np.sqrt(np.maximum(variance, 1e-6)), 0.0).astype(np.float32)
+        total += normalized
+        squares += normalized * normalized
+        count += usable
+    # sum over pairs of views of the windowed products = window mean of (sum^2 - sum of squares)
+    pairs = cv2.boxFilter(total * total - squares, -1, window)
+    agreement = np.where(count >= MIN_VIEWS, pairs / np.maximum(count * (count - 1), 1.0), -1.0)
+    return agreement.astype(np.float32), count.astype(np.int16)
