@@ -147,7 +147,8 @@ def mesh_preview(capture: Capture) -> str:
             ["voxel size", f"{fmt(f.get('voxel_size_m'))} m"],
             ["floaters / components removed", f"{fmt(f.get('floating_removed'))} / {fmt(f.get('components_removed'))}"],
             ["planar patches (inferred, not fused)",
-             f"{fmt(f.get('planar_patches'))}, {fmt(f.get('planar_area_m2'))} m²"],
+             f"{fmt(f.get('planar_patches'))}, {fmt(f.get('planar_area_m2'))} m² (textureless panels from their "
+             f"outlines: {fmt(f.get('textureless_panels'))}; walls from the photos alone: {fmt(f.get('swept_walls'))})"],
             ["reflection faces removed", fmt(f.get("ghost_faces_removed"))]]
     half = (len(rows) + 1) // 2
     tables = "".join(f'<div>{table([[esc(k), esc(v)] for k, v in part], css_class="kv")}</div>'
