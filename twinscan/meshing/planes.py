@@ -15,7 +15,8 @@ such walls are also sought as the outermost bands of what was captured (the posi
 eats their sparse fragments), stand on the floor and end where the views stop rendering them.
 Collider faces that the views only ever rendered through an accepted patch (a reflection's ghost) are
 removed. Textureless panels, which leave no fragment at all, are found by their outlines in the photos
-(meshing/panels.py). Only upright and level planes: a plant's large planes are walls, fronts and tops,
+(meshing/panels.py), and walls bounding the capture that left no point at all where the photos agree
+on them (meshing/sweep.py), which also places the walls found by their biased layers. Only upright and level planes: a plant's large planes are walls, fronts and tops,
 and the twin frame is level (the floor is z = 0).
 """
 
