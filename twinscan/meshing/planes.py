@@ -34,7 +34,7 @@ from twinscan.meshing.floor import refine_plane
 from twinscan.meshing.panels import Panel, panel_mesh, textureless_panels
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.sweep import CELL as SWEEP_CELL
-from twinscan.meshing.sweep import SweptWall, grey_images, seen_by, swept_wall
+from twinscan.meshing.sweep import SweptWall, grey_images, swept_wall, views_seeing
 from twinscan.meshing.views import DepthViews
 
 
@@ -254,8 +254,7 @@ def _known_depth(views: DepthViews, collider: trimesh.Trimesh) -> np.ndarray:
     if not len(collider.faces):
         return np.full(views.depth.shape, np.inf)
     h, w = views.size
-    depth = mesh_depths(collider, views.K, views.world_from_cam, w, h)
-    return np.where(np.isfinite(depth), depth, np.inf)
+    return mesh_depths(collider, views.K, views.world_from_cam, w, h)
 
 
 def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: np.ndarray, sfm: np.ndarray,
@@ -284,7 +283,7 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
     cells = _outside(collider, cells, frame, cfg)
     if not cells.any() or _layer_of_a_wall(parts, planes, cells, frame, cfg.cell):
         return None
-    seen = seen_by(views, known, support, MIN_CELLS_SEEN)
+    seen = views_seeing(views, known, support, MIN_CELLS_SEEN)
     if cells.any(axis=1).sum() * cfg.cell < MIN_WALL_LENGTH or seen < MIN_WALL_VIEWS \
             or _held_share(collider, parts, cells, frame, cfg) >= cfg.max_covered_share:
         return None

@@ -92,14 +92,20 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     # placed where the most cells agree (near the peak, every column agrees on a few of them), their count
     # smoothed over FINE_SPAN: it varies by +-10 % from one centimetre to the next (hard seed 1's east wall)
     fine = coarse[peak] + np.arange(-2 * COARSE_STEP, 2 * COARSE_STEP + 1e-9, FINE_STEP)
-    counts = np.array([cells.sum() for cells in agreed(fine)], np.float64)
-    level = float(fine[int(np.argmax(np.convolve(counts, np.ones(FINE_SPAN) / FINE_SPAN, "same")))])
-    support = [raster.points(near)[_agreeing(views, grey, known_depth, chosen, raster.points(near))]
-               for near in (level - FINE_STEP, level, level + FINE_STEP)]
-    return SweptWall(normal, level, np.concatenate(support))
+    fine_cells = agreed(fine)
+    best = int(np.argmax(np.convolve([cells.sum() for cells in fine_cells], np.ones(FINE_SPAN) / FINE_SPAN, "same")))
+    support = []  # the cells agreed on there and a fine step either side
+    for k in (best - 1, best, best + 1):
+        if 0 <= k < len(fine):
+            level, cells = fine[k], fine_cells[k]
+        else:  # past the fine sweep's ends: swept now
+            level = fine[best] + (k - best) * FINE_STEP
+            cells = agreed(np.array([level]))[0]
+        support.append(raster.points(level)[cells])
+    return SweptWall(normal, float(fine[best]), np.concatenate(support))
 
 
-def seen_by(views: DepthViews, known_depth: np.ndarray, points: np.ndarray, min_points: int) -> int:
+def views_seeing(views: DepthViews, known_depth: np.ndarray, points: np.ndarray, min_points: int) -> int:
     """How many views see at least `min_points` of `points` in their image, unhidden by the known surface."""
     count = 0
     for n in range(len(views)):
@@ -127,11 +133,8 @@ def _agreement(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, cho
     count = np.zeros(shape, np.float32)
     window = (2 * WINDOW + 1, 2 * WINDOW + 1)
     for n in chosen:
-        cam = world @ views.cam_from_world[n, :3, :3].T + views.cam_from_world[n, :3, 3]
-        z = np.maximum(cam[:, 2], 1e-6)
-        u = views.K[n, 0, 0] * cam[:, 0] / z + views.K[n, 0, 1] * cam[:, 1] / z + views.K[n, 0, 2]
-        v = views.K[n, 1, 1] * cam[:, 1] / z + views.K[n, 1, 2]
-        inside = (cam[:, 2] > 0.1) & (u >= 0.5) & (u < w - 0.5) & (v >= 0.5) & (v < h - 0.5)
+        u, v, z = views.project(n, world)
+        inside = (z > 0.1) & (u >= 0.5) & (u < w - 0.5) & (v >= 0.5) & (v < h - 0.5)
         if inside.sum() < 2 * WINDOW * WINDOW:
             continue
         row, col = np.clip(v, 0, h - 1).astype(np.int64), np.clip(u, 0, w - 1).astype(np.int64)

@@ -67,13 +67,19 @@ class DepthViews:
             colours.append(colour[i, valid[i]])
         return np.concatenate(points), np.concatenate(colours)
 
-    def pixels(self, i: int, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Where world points fall in view i: (inside the image and in front, row, col, camera depth)."""
+    def project(self, i: int, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """World points in view i: (u, v) image coordinates (pixel centres at +0.5; meaningless where the
+        point is not in front) and the camera depth z."""
         cam = points @ self.cam_from_world[i, :3, :3].T + self.cam_from_world[i, :3, 3]
         z = cam[:, 2]
         safe = np.where(z > 1e-9, z, 1e-9)
         u = self.K[i, 0, 0] * cam[:, 0] / safe + self.K[i, 0, 1] * cam[:, 1] / safe + self.K[i, 0, 2]
         v = self.K[i, 1, 1] * cam[:, 1] / safe + self.K[i, 1, 2]
+        return u, v, z
+
+    def pixels(self, i: int, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where world points fall in view i: (inside the image and in front, row, col, camera depth)."""
+        u, v, z = self.project(i, points)
         h, w = self.size
         inside = (z > 1e-9) & (u >= 0) & (u < w) & (v >= 0) & (v < h)
         return inside, np.clip(v, 0, h - 1).astype(np.int64), np.clip(u, 0, w - 1).astype(np.int64), z
