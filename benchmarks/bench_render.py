@@ -10,7 +10,8 @@ Prints:
   - with --sample: at the capture's held-out frames, the depth and normals of the dataset (visual mesh,
     planar patches and floor slab, the splats' median depth in their holes) against the generator's truth, beside the
     mesh alone, the splats alone and the colliders as twin.usda loads them, floor and structure apart (median / p95 absolute error on pixels the true scene
-    covers within 6 m; normals: median angle on the floor and on the structure).
+    covers within 6 m, and those pixels near a true silhouette and away from them apart; normals: median angle on
+    the floor and on the structure).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from twinscan.runtime import init_runtime
 from twinscan.synth import load_ground_truth
 
 COVERED_M = 6.0
+EDGE_JUMP = 0.05  # a true depth step of this share between neighbouring pixels is a silhouette ...
+EDGE_PX = 3  # ... and pixels within this many of one are judged apart: there a centimetre of outline is metres of depth
 
 
 def throughput(ws: Path, views: int, device: str) -> None:
@@ -71,6 +74,23 @@ def _scores(depth: np.ndarray, true: np.ndarray, region: np.ndarray) -> str:
     error = np.abs(np.where(np.isfinite(depth), depth, 100.0) - true)[region]
     missing = 100 * np.mean(~np.isfinite(depth[region]))
     return f"{np.median(error) * 100:.2f} | {np.percentile(error, 95) * 100:.2f} | {missing:.1f} %"
+
+
+def near_depth_edges(depth: np.ndarray) -> np.ndarray:
+    """(H, W) pixels within EDGE_PX of a step in the true `depth` (inf: nothing) of EDGE_JUMP or more."""
+    from scipy import ndimage
+
+    finite = np.where(np.isfinite(depth), depth, 1e3)
+    edge = np.zeros(depth.shape, bool)
+    for axis in (0, 1):
+        step = np.abs(np.diff(finite, axis=axis)) > EDGE_JUMP * np.minimum(
+            np.delete(finite, -1, axis=axis), np.delete(finite, 0, axis=axis))
+        pad = [(0, 0), (0, 0)]
+        pad[axis] = (0, 1)
+        edge |= np.pad(step, pad)
+        pad[axis] = (1, 0)
+        edge |= np.pad(step, pad)
+    return ndimage.binary_dilation(edge, iterations=EDGE_PX)
 
 
 def accuracy(ws: Path, sample: Path, device: str) -> None:
@@ -115,6 +135,7 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
         normal_structure.append(angle[both & ~floor[-1]])
     true_depth, floor = np.stack(true_depth), np.stack(floor)
     covered = np.isfinite(true_depth) & (true_depth < COVERED_M)
+    outline = np.stack([near_depth_edges(depth) for depth in true_depth])
     print(f"\n{len(held)} held-out capture frames at {cap.width} x {cap.height}; depth error against the generator "
           f"(cm; pixels the true scene covers within {COVERED_M:.0f} m)")
     print("| depth source | region | median cm | p95 cm | no surface |")
@@ -122,8 +143,12 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
     for name, depth in (("the dataset's: mesh, planar patches, slab; holes from the splats", dataset_depth),
                         ("mesh, planar patches, slab alone", mesh_depth), ("splats' median depth alone", splat_depth),
                         ("colliders from twin.usda", collider_depth)):
-        for region, mask in (("all", covered), ("floor", covered & floor), ("structure", covered & ~floor)):
+        for region, mask in (("all", covered), ("floor", covered & floor), ("structure", covered & ~floor),
+                             (f"all, {EDGE_PX}+ px from a silhouette", covered & ~outline),
+                             (f"all, within {EDGE_PX} px of one", covered & outline)):
             print(f"| {name} | {region} | {_scores(depth, true_depth, mask)} |")
+    print(f"{100 * (covered & outline).sum() / covered.sum():.1f} % of the covered pixels lie within {EDGE_PX} px of a "
+          f"true depth step of {100 * EDGE_JUMP:.0f} % or more")
     print(f"normals (dataset against truth, median angle): floor {np.median(np.concatenate(normal_floor)):.1f} deg, "
           f"structure {np.median(np.concatenate(normal_structure)):.1f} deg")
 
