@@ -142,6 +142,14 @@ def test_check_names_the_broken_rule_in_one_line_and_fails(smoke_ws: Path, tmp_p
     assert "NVIDIA Asset Validator 1 failure," in result.output and "FAIL" in result.output
 
 
+def test_check_takes_the_capture_folder_for_its_twin(smoke_ws: Path, tmp_path: Path) -> None:
+    """A technician passes the folder `twinscan capture -o` wrote; one without a twin says which file is missing."""
+    result = runner.invoke(app, ["check", str(smoke_ws), "--no-physics"])
+    assert result.exit_code == 0 and f"PASS {smoke_ws / 'twin.usda'}" in result.output, result.output
+    result = runner.invoke(app, ["check", str(tmp_path), "--no-physics"])
+    assert result.exit_code != 0 and f"{tmp_path / 'twin.usda'} does not exist" in result.output, result.output
+
+
 def test_a_disabled_rule_is_not_run_and_the_others_still_are(smoke_ws: Path, tmp_path: Path) -> None:
     twin = _copy_twin(smoke_ws, tmp_path / "broken")
     _remove_collision_normals(twin)

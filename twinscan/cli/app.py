@@ -174,7 +174,7 @@ def usd(workdir: Workdir,
 
 @app.command()
 @user_errors
-def check(twin: Annotated[Path, typer.Argument(help="The twin's root layer, e.g. OUT/twin.usda.")],
+def check(twin: Annotated[Path, typer.Argument(help="The twin's root layer, e.g. OUT/twin.usda, or the capture's OUT folder.")],
           physics: Annotated[bool, typer.Option(help="Drop probe boxes in NVIDIA Newton (needs twinscan[physics]).")] = True,
           plot: Annotated[Optional[Path], typer.Option(help="Write a top-down PNG of the probes at rest.")] = None,
           ) -> None:
@@ -182,10 +182,12 @@ def check(twin: Annotated[Path, typer.Argument(help="The twin's root layer, e.g.
 
     Exits non-zero when the stage has errors or a box falls through or hovers.
 
-    Example: twinscan check cell_twin/twin.usda --plot probes.png
+    Example: twinscan check cell_twin/twin.usda --plot probes.png      twinscan check cell_twin
     """
     from twinscan.check import CheckConfig, check_twin, plot_probes
 
+    if twin.is_dir():  # the folder `twinscan capture -o` wrote: its root layer
+        twin = twin / TWIN
     report = check_twin(twin, CheckConfig(physics=physics))
     for error in report.errors:
         say(("error", "red"), f" {error}")
