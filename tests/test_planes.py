@@ -375,6 +375,24 @@ def test_a_blank_panel_that_leaves_no_depth_is_told_from_free_space_by_its_flat_
     assert flat_spans(blank_room_photos(blank_room(with_panel=False), cameras), renders, spans[:1]) == [0]
 
 
+def test_a_span_paired_with_a_column_past_the_panels_end_ends_where_the_flat_face_does() -> None:
+    """Hard seed 1's glossy guard: its far end an edge in too few views, it was paired with a column 0.24 m
+    past that end and 0.15 m off its line. The span's end moves to where the panel's flat face ends; a span
+    already ending at the panel's ends keeps them."""
+    from twinscan.meshing.panels import _flat_ends
+
+    cameras = blank_room_walk(24)
+    renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)
+    flat = flat_pixels(blank_room_photos(blank_room(with_panel=True), cameras))
+    depth = np.where(renders.valid(0.5), renders.depth, 0.0)
+    (x0, x1), y, _ = BLANK_PANEL
+    ends = np.array([[x0, y], [x1, y]])
+    a, b = _flat_ends(renders, depth, flat, ends[0], ends[1] + [0.24, -0.15])
+    assert np.linalg.norm(a - ends[0]) <= 0.04 and np.linalg.norm(b - ends[1]) <= 0.04, (a, b)
+    a, b = _flat_ends(renders, depth, flat, *ends)
+    assert np.array_equal(a, ends[0]) and np.array_equal(b, ends[1]), (a, b)
+
+
 def test_a_glossy_panel_whose_splats_render_nothing_is_told_from_a_backdrop_by_the_known_room() -> None:
     """A red lacquered guard: its splats fade to nothing (they model its reflections, far behind it), and
     the walls behind it, seen only from across the cell, render nothing either: only the twin's known

@@ -69,6 +69,16 @@ MAX_TOP = 3.0
 # structure F@5 through the pickled mesh stage: quad 0.776, 0.870, 0.881; slab 3 cm 0.787, 0.877,
 # 0.891; 4 cm 0.790, 0.877, 0.891; 5 cm 0.792, 0.876, 0.891 (2026-12-04).
 PANEL_THICKNESS = 0.04
+# A span's end is an edge column, but the column a panel's end pairs with may be something past it: a
+# glossy guard's far end is an edge in a third of the views that see it, below MIN_EDGE_SCORE, and hard seed
+# 1's guard came out paired with a column 0.24 m past that end and 0.15 m off its line, 7 degrees turned
+# (its face flat up to 0.23 m before that column). An end the flat face stops more than END_GAP short of
+# is moved to where the face ends most sharply (END_WINDOW steps of CELL flat in FLAT_VIEWS of the views
+# before it, against after it), on a line turned up to END_TURN_DEG from the span about its other end.
+# The hard cells' true ends: the face flat to within 0.02-0.10 m of them (seed 1, 2026-12-05)
+END_GAP = 0.15  # metres
+END_TURN_DEG, END_TURN_STEP_DEG = 12.0, 1.0
+END_WINDOW = 4
 OVERLAP = 0.10  # metres: a span this near an accepted one for most of its length is the same panel ...
 SAME_TURN_DEG = 30.0  # ... as is one touching it and turned less than this from it
 
@@ -102,6 +112,7 @@ def textureless_panels(views: DepthViews, depth: np.ndarray, known: trimesh.Trim
         if panels:  # judged again behind the panels accepted so far: a span behind a blank panel sees it flat
             seen = _flat_span(views, depth, flat, a, b, SPAN_HEIGHTS)
         if seen:
+            a, b = _flat_ends(views, depth, flat, a, b)
             panel = Panel(np.array([a, b]), _top(views, depth, flat, a, b), seen)
             panels.append(panel)
             depth = _with_panel(views, depth, panel)
@@ -378,6 +389,68 @@ def _crosses(origin: np.ndarray, targets: np.ndarray, a: np.ndarray, b: np.ndarr
         return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
                        - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
     return (side(origin, targets, a) != side(origin, targets, b)) & (side(a, b, origin) != side(a, b, targets))
+
+
+def _flat_ends(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray,
+               b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The span's ends, each moved to where its flat face ends when that is more than END_GAP short of it
+    (`_face_end`, about the other end) and the span so ended is still a panel's (`_flat_span`)."""
+    for _ in range(2):  # b about a, then a about the (new) b
+        end = _face_end(views, depth, flat, a, b)
+        if end is not None and _flat_span(views, depth, flat, a, end, SPAN_HEIGHTS):
+            b = end
+        a, b = b, a
+    return a, b
+
+
+def _face_end(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray,
+              b: np.ndarray) -> np.ndarray | None:
+    """Where the flat face running from `a` towards `b` ends most sharply, on lines turned up to
+    END_TURN_DEG from a-b, when on a-b itself it ends more than END_GAP short of b; else None."""
+    length = float(np.linalg.norm(b - a))
+    turns = np.radians(np.arange(-END_TURN_DEG, END_TURN_DEG + 1e-9, END_TURN_STEP_DEG))
+    heading = np.arctan2(b[1] - a[1], b[0] - a[0]) + turns
+    directions = np.column_stack([np.cos(heading), np.sin(heading)])
+    steps = np.arange(0.0, min(1.5 * length, MAX_LENGTH) + CELL / 2, CELL)
+    share = _flat_share(views, depth, flat, a, directions, steps)  # (turns, steps)
+    straight, at_b = len(turns) // 2, int(round(length / CELL))
+    flat_on_line = np.flatnonzero(share[straight, :at_b + 1] >= FLAT_VIEWS)
+    if len(flat_on_line) and length - steps[flat_on_line[-1]] <= END_GAP:
+        return None
+    best, end = 0.0, None
+    for t in range(len(turns)):
+        for k in range(max(int(np.ceil(MIN_LENGTH / CELL)), END_WINDOW), len(steps) - END_WINDOW):
+            if share[t, END_WINDOW:k + 1].mean() < FLAT_VIEWS:
+                continue
+            sharpness = share[t, k - END_WINDOW:k + 1].mean() - share[t, k + 1:k + 1 + END_WINDOW].mean()
+            if sharpness > best:
+                best, end = sharpness, a + steps[k] * directions[t]
+    return end
+
+
+def _flat_share(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray, directions: np.ndarray,
+                steps: np.ndarray) -> np.ndarray:
+    """(D, S) share of the views seeing the upright line at a + steps[s] * directions[d] (at SPAN_HEIGHTS;
+    at least MIN_PANEL_VIEWS of them, not looking along the line) that see it flat (FLAT_VIEW_SHARE of
+    its heights); 0 where fewer see it."""
+    plan = (a + steps[None, :, None] * directions[:, None, :]).reshape(-1, 2)
+    normals = np.repeat(np.column_stack([-directions[:, 1], directions[:, 0]]), len(steps), axis=0)
+    points = np.concatenate([np.column_stack([plan, np.full(len(plan), z)]) for z in SPAN_HEIGHTS])
+    seeing = np.zeros(len(plan), np.int64)
+    flat_seeing = np.zeros(len(plan), np.int64)
+    for n in range(len(views)):
+        towards = views.world_from_cam[n, :2, 3] - plan
+        facing = np.abs(np.einsum("ij,ij->i", towards, normals)) >= np.sin(np.radians(MIN_VIEW_ANGLE_DEG)) \
+            * np.linalg.norm(towards, axis=1)
+        visible, row, col, _ = _visible(views, depth, n, points)
+        visible = visible.reshape(len(SPAN_HEIGHTS), -1)
+        heights = visible.sum(axis=0)
+        sees = facing & (heights >= len(SPAN_HEIGHTS) / 2)
+        flat_share = (visible & flat[n, row, col].reshape(visible.shape)).sum(axis=0) / np.maximum(heights, 1)
+        seeing += sees
+        flat_seeing += sees & (flat_share >= FLAT_VIEW_SHARE)
+    share = np.where(seeing >= MIN_PANEL_VIEWS, flat_seeing / np.maximum(seeing, 1), 0.0)
+    return share.reshape(len(directions), len(steps))
 
 
 def _top(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
