@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from twinscan.errors import TwinscanError
+from twinscan.usd_export.inspection import existing_twin
 
 INSTALL_HINT = 'pip install "twinscan[physics]" (it brings omniverse-asset-validator)'
 
@@ -95,9 +96,7 @@ def validate_asset(usd_path: str | Path, disabled: dict[str, str] | None = None)
     on the file at `usd_path` (.usda or .usdz), in every variant; each distinct issue once."""
     av = asset_validator()
     disabled = DISABLED_RULES if disabled is None else disabled
-    usd_path = Path(usd_path)
-    if not usd_path.is_file():
-        raise TwinscanError(f"{usd_path} does not exist", "pass the twin.usda written by `twinscan usd`")
+    usd_path = existing_twin(usd_path)
     engine = av.ValidationEngine(variants=True)
     for name in EXTRA_RULES:
         engine.enable_rule(getattr(av, name))

@@ -10,10 +10,16 @@ from twinscan.errors import TwinscanError
 from twinscan.usd_export.twin import APPEARANCE, BACKGROUND
 
 
-def open_stage(usd_path: str | Path) -> Usd.Stage:
+def existing_twin(usd_path: str | Path) -> Path:
+    """`usd_path` as a Path; a TwinscanError naming it where no such file is."""
     usd_path = Path(usd_path)
     if not usd_path.is_file():
         raise TwinscanError(f"{usd_path} does not exist", "pass the twin.usda written by `twinscan usd`")
+    return usd_path
+
+
+def open_stage(usd_path: str | Path) -> Usd.Stage:
+    usd_path = existing_twin(usd_path)
     try:
         return Usd.Stage.Open(str(usd_path))
     except Tf.ErrorException as error:
