@@ -218,7 +218,7 @@ def _edge_columns(views: DepthViews, depth: np.ndarray, gradients,
     cells = np.column_stack([i.ravel() - i.min(), j.ravel() - j.min()])
     plan = np.column_stack([i.ravel(), j.ravel()]) * CELL  # on a raster fixed in the twin frame
     probe = np.flatnonzero(~_near_known(known_plan, plan))
-    points = np.concatenate([np.column_stack([plan[probe], np.full(len(probe), z)]) for z in EDGE_HEIGHTS])
+    points = _at_heights(plan[probe], EDGE_HEIGHTS)
     seeing = np.zeros(len(probe), np.int64)
     edged = np.zeros(len(probe), np.int64)
     strength = np.zeros(len(probe))  # summed edge response, in EDGE_GRADIENTs: breaks the score's ties
@@ -322,9 +322,20 @@ def _middle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a + np.linspace(0.1, 0.9, SPAN_STEPS)[:, None] * (b - a)
 
 
+def _at_heights(plan: np.ndarray, heights: np.ndarray) -> np.ndarray:
+    """(len(heights) * P, 3) the plan points (P, 2) at each height in turn: the points of upright lines."""
+    return np.concatenate([np.column_stack([plan, np.full(len(plan), z)]) for z in heights])
+
+
+def _across(towards: np.ndarray, facing: np.ndarray) -> np.ndarray:
+    """Whether views at plan offsets `towards` (K, 2) from a span, `facing` (K,) their offsets' component along
+    its normal, look across it rather than along it (MIN_VIEW_ANGLE_DEG): a view along a span sees whatever
+    lies in line with it as its face."""
+    return np.abs(facing) >= np.sin(np.radians(MIN_VIEW_ANGLE_DEG)) * np.linalg.norm(towards, axis=1)
+
+
 def _span_points(a: np.ndarray, b: np.ndarray, heights: np.ndarray) -> np.ndarray:
-    along = _middle(a, b)
-    return np.concatenate([np.column_stack([along, np.full(len(along), z)]) for z in heights])
+    return _at_heights(_middle(a, b), heights)
 
 
 def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -336,8 +347,7 @@ def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.nda
     pixels = {}
     normal = np.array([a[1] - b[1], b[0] - a[0]]) / np.linalg.norm(b - a)
     towards = views.world_from_cam[:, :2, 3] - (a + b) / 2
-    facing = np.abs(towards @ normal) >= np.sin(np.radians(MIN_VIEW_ANGLE_DEG)) * np.linalg.norm(towards, axis=1)
-    for n in np.flatnonzero(facing):  # a view along the span sees whatever lies in line with it as its face
+    for n in np.flatnonzero(_across(towards, towards @ normal)):
         visible, row, col, _ = _visible(views, depth, n, points)
         if visible.sum() >= len(points) / 2:
             pixels[n] = (row[visible], col[visible])
@@ -435,13 +445,12 @@ def _flat_share(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.nd
     its heights); 0 where fewer see it."""
     plan = (a + steps[None, :, None] * directions[:, None, :]).reshape(-1, 2)
     normals = np.repeat(np.column_stack([-directions[:, 1], directions[:, 0]]), len(steps), axis=0)
-    points = np.concatenate([np.column_stack([plan, np.full(len(plan), z)]) for z in SPAN_HEIGHTS])
+    points = _at_heights(plan, SPAN_HEIGHTS)
     seeing = np.zeros(len(plan), np.int64)
     flat_seeing = np.zeros(len(plan), np.int64)
     for n in range(len(views)):
         towards = views.world_from_cam[n, :2, 3] - plan
-        facing = np.abs(np.einsum("ij,ij->i", towards, normals)) >= np.sin(np.radians(MIN_VIEW_ANGLE_DEG)) \
-            * np.linalg.norm(towards, axis=1)
+        facing = _across(towards, np.einsum("ij,ij->i", towards, normals))
         visible, row, col, _ = _visible(views, depth, n, points)
         visible = visible.reshape(len(SPAN_HEIGHTS), -1)
         heights = visible.sum(axis=0)
