@@ -214,9 +214,10 @@ def test_a_wall_seen_only_from_across_the_cell_is_closed_in_place(far) -> None:
 
 
 def test_a_plane_bounds_the_capture_only_with_every_camera_in_front_and_nothing_captured_behind() -> None:
-    from twinscan.meshing.planes import _Frame, _nothing_behind
+    from twinscan.meshing.patches import Frame
+    from twinscan.meshing.planes import _nothing_behind
 
-    wall = _Frame(origin=np.array([-2.0, 5.0, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+    wall = Frame(origin=np.array([-2.0, 5.0, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
                   normal=np.array([0.0, -1.0, 0.0]))
     cells = np.ones((80, 40), bool)  # 4 x 2 m at 5 cm
     in_front = np.array([[0.0, -1.0, 1.5], [1.0, 0.0, 1.5]])
@@ -232,13 +233,14 @@ def test_a_plane_bounds_the_capture_only_with_every_camera_in_front_and_nothing_
 
 
 def test_a_patch_loses_the_cells_inside_a_machine_the_collider_holds() -> None:
-    from twinscan.meshing.planes import INSIDE_DEPTH, _cell_centres, _Frame, _outside
+    from twinscan.meshing.patches import Frame
+    from twinscan.meshing.planes import INSIDE_DEPTH, _cell_centres, _outside
 
     machine = box((1.0, 1.0, 1.0), (0.0, 0.0, 0.5))  # faces outward, as fused surfaces face their views
     cfg = PlaneConfig()
     cells = np.ones((80, 20), bool)  # 4 x 1 m at 5 cm, x from -2 m, z from 0
     for y in (0.0, -0.5):  # through the machine's middle; on its front face
-        frame = _Frame(origin=np.array([-2.0, y, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+        frame = Frame(origin=np.array([-2.0, y, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
                        normal=np.array([0.0, -1.0, 0.0]))
         kept = _outside(machine, cells, frame, cfg).ravel()
         centres = _cell_centres(cells, frame, cfg.cell)
@@ -704,3 +706,31 @@ def test_a_bounding_wall_seen_in_fragments_is_closed_to_its_rectangle() -> None:
     upper_left = (centres[:, 0] < -1.3) & (centres[:, 2] > 1.8)
     assert upper_left.sum() >= 0.8 * (0.2 / cfg.cell) * (0.2 / cfg.cell), upper_left.sum()
     assert centres[:, 0].min() >= -1.55 and centres[:, 0].max() <= 1.55 and centres[:, 2].max() <= 2.05
+
+
+def test_a_front_the_collider_lacks_is_placed_where_the_photos_agree() -> None:
+    """A box's face towards the walk carved 15 cm deep into its collider (as a glossy cabinet's reflections
+    carve it) comes back as a patch on the true face, within 2 cm of it and inside its outline; with the
+    whole box as its collider, the photos place no front."""
+    from twinscan.meshing.fronts import CELL, part_fronts
+    from twinscan.meshing.patches import cells_mesh
+    from twinscan.meshing.sweep import grey_images
+
+    cameras = blank_room_walk(24)
+    photos = blank_room_photos(blank_room(with_panel=False), cameras)  # the room holds the box below
+    grey = grey_images(photos)
+    whole = box((1.0, 0.8, 1.2), (-2.5, 2.0, 0.6))  # its face towards the walk at x = -2.0
+    carved = box((0.85, 0.8, 1.2), (-2.575, 2.0, 0.6))
+    for collider, carve in ((carved, True), (whole, False)):
+        known = render_mesh_views(collider, BLANK_K, cameras, BLANK_W, BLANK_H).depth
+        known = np.where(np.isfinite(known) & (known > 0), known, np.inf)
+        fronts = part_fronts(photos, grey, known, collider)
+        if not carve:
+            assert fronts == []
+            continue
+        assert len(fronts) == 1
+        patch = cells_mesh(fronts[0].cells, fronts[0].frame, CELL)
+        x, y, z = patch.vertices.T
+        assert np.abs(x + 2.0).max() <= 0.02
+        assert y.min() >= 1.6 and y.max() <= 2.4 and z.min() >= 0.0 and z.max() <= 1.2
+        assert patch.area >= 0.25  # of the face's 0.96 m2: the photos agree where its blocks meet

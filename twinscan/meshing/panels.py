@@ -25,7 +25,7 @@ from scipy.spatial import cKDTree
 
 from twinscan.meshing.metrics import sample_surface
 from twinscan.meshing.raycast import mesh_depths
-from twinscan.meshing.views import DepthViews
+from twinscan.meshing.views import DepthViews, spread
 
 CELL = 0.02  # metres: the plan raster edge columns are voted on
 EDGE_HEIGHTS = np.arange(0.20, 1.01, 0.10)  # metres: where an edge column is probed (a panel reaches them)
@@ -222,7 +222,7 @@ def _edge_columns(views: DepthViews, depth: np.ndarray, gradients,
     seeing = np.zeros(len(probe), np.int64)
     edged = np.zeros(len(probe), np.int64)
     strength = np.zeros(len(probe))  # summed edge response, in EDGE_GRADIENTs: breaks the score's ties
-    for n in np.unique(np.linspace(0, len(views) - 1, min(len(views), EDGE_VIEWS)).round().astype(np.int64)):
+    for n in spread(len(views), EDGE_VIEWS):
         visible, row, col, _ = _visible(views, depth, n, points)
         seen = np.flatnonzero(visible)
         response = np.zeros(len(points), np.float32)

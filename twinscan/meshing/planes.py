@@ -16,8 +16,10 @@ eats their sparse fragments), stand on the floor and end where the views stop re
 Collider faces that the views only ever rendered through an accepted patch (a reflection's ghost) are
 removed. Textureless panels, which leave no fragment at all, are found by their outlines in the photos
 (meshing/panels.py), and walls bounding the capture that left no point at all where the photos agree
-on them (meshing/sweep.py), which also places the walls found by their biased layers. Only upright and level planes: a plant's large planes are walls, fronts and tops,
-and the twin frame is level (the floor is z = 0).
+on them (meshing/sweep.py), which also places the walls found by their biased layers; the fronts of
+the collider's parts where the photos agree on them in front of it (meshing/fronts.py: a glossy cabinet
+carved by its reflections). Only upright and level planes: a plant's large planes are walls, fronts and
+tops, and the twin frame is level (the floor is z = 0).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from scipy import ndimage
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
 from twinscan.meshing.floor import refine_plane
+from twinscan.meshing.fronts import part_fronts
+from twinscan.meshing.patches import Frame, cells_mesh, ghosts_behind, raster_index
 from twinscan.meshing.panels import Panel, panel_mesh, textureless_panels
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.sweep import CELL as SWEEP_CELL
@@ -59,6 +63,7 @@ class PlaneConfig:
     max_planes: int = 40
     panels: bool = True  # also close textureless panels, found by their outlines in the photos (meshing/panels.py)
     sweep: bool = True  # also seek the walls bounding the capture where the photos agree (meshing/sweep.py)
+    fronts: bool = True  # also place the fronts of the collider's parts where the photos agree (meshing/fronts.py)
 
 
 MIN_PINNING_POINTS = 10  # SfM points that place a plane voted for by position
@@ -183,10 +188,10 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             # less of the views must show it: most of them look at what stands in front
             if share < (cfg.min_seen_share if covered > cfg.missing_share else cfg.min_seen_share_missing):
                 continue
-        ghosts |= _ghosts(collider, cells, frame, cfg.cell, views, depth, distance)
+        ghosts |= ghosts_behind(collider, cells, frame, cfg.cell, views, depth, distance)
         if covered >= cfg.max_covered_share:
             continue
-        patch = _cells_mesh(cells, frame, cfg.cell)
+        patch = cells_mesh(cells, frame, cfg.cell)
         if not len(patch.faces):
             continue
         parts.append(patch)
@@ -206,11 +211,25 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         patch = panel_mesh([panel])
         parts.append(patch)
         planes.append(Plane(*_panel_plane(panel, cameras), support=0, views=panel.views, area=float(patch.area)))
+    found_fronts = 0
+    if cfg.fronts:
+        held = trimesh.util.concatenate([collider, *parts])
+        held_depth = _known_depth(views, held)
+        for front in part_fronts(views, grey_images(views), held_depth, collider):
+            patch = cells_mesh(front.cells, front.frame, SWEEP_CELL)
+            if not len(patch.faces):
+                continue
+            ghosts |= ghosts_behind(collider, front.cells, front.frame, SWEEP_CELL, views, depth, distance)
+            centre = patch.vertices.mean(axis=0)
+            seen = views_seeing(views, held_depth, patch.vertices, MIN_CELLS_SEEN)
+            parts.append(patch)
+            planes.append(Plane(front.frame.normal, centre, front.agreed, seen, float(patch.area)))
+            found_fronts += 1
     mesh = trimesh.util.concatenate(parts) if parts else trimesh.Trimesh()
     mesh.merge_vertices()  # runs of cells share corners: one point each (NVIDIA's WeldChecker)
     figures = {"planes_found": len(candidates), "planar_patches": len(planes),
                "planar_area_m2": round(sum(p.area for p in planes), 3), "planar_faces": len(mesh.faces),
-               "textureless_panels": len(found_panels), "swept_walls": swept_added,
+               "textureless_panels": len(found_panels), "swept_walls": swept_added, "part_fronts": found_fronts,
                "ghost_faces_removed": int(ghosts.sum())}
     return PlanarPatches(mesh, ghosts, planes, walls=walls, figures=figures)
 
@@ -278,7 +297,7 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
                                             frame, cfg.cell):
         return None
     on = np.abs((sfm - centre) @ frame.normal) <= SWEEP_PINNING_REACH
-    if _raster_index(sfm[on], cells.shape, frame, cfg.cell)[2].sum() < SWEEP_PINNING:
+    if raster_index(sfm[on], cells.shape, frame, cfg.cell)[2].sum() < SWEEP_PINNING:
         return None
     cells = _outside(collider, cells, frame, cfg)
     if not cells.any() or _layer_of_a_wall(parts, planes, cells, frame, cfg.cell):
@@ -287,13 +306,13 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
     if cells.any(axis=1).sum() * cfg.cell < MIN_WALL_LENGTH or seen < MIN_WALL_VIEWS \
             or _held_share(collider, parts, cells, frame, cfg) >= cfg.max_covered_share:
         return None
-    patch = _cells_mesh(cells, frame, cfg.cell)
+    patch = cells_mesh(cells, frame, cfg.cell)
     if not len(patch.faces):
         return None
     return patch, Plane(frame.normal, centre, len(support), seen, float(patch.area))
 
 
-def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: np.ndarray, frame: _Frame,
+def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: np.ndarray, frame: Frame,
                 cfg: PlaneConfig) -> float:
     """Share of the patch's cells the collider, with the patches added before it, already holds (a
     plane found twice adds once)."""
@@ -334,7 +353,7 @@ def _top_row(rendered: np.ndarray) -> int:
     return top
 
 
-def _layer_of_a_wall(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.ndarray, frame: _Frame,
+def _layer_of_a_wall(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.ndarray, frame: Frame,
                      cell: float) -> bool:
     """Whether most of the wall's cells lie within BEHIND_DEPTH of a patch added before, facing the same
     way: the back of a wall already closed (seen only from across the cell, a wall renders and fuses as
@@ -347,7 +366,7 @@ def _layer_of_a_wall(parts: list[trimesh.Trimesh], planes: list[Plane], cells: n
     return _covered_share(trimesh.util.concatenate(same), _cell_centres(cells, frame, cell)[kept], BEHIND_DEPTH) > 0.5
 
 
-def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cfg: PlaneConfig) -> np.ndarray:
+def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: Frame, cfg: PlaneConfig) -> np.ndarray:
     """The patch's cells less those more than INSIDE_DEPTH behind the collider's surface nearest them
     (within INSIDE_REACH): inside a machine the collider already holds. The hull of one surface's
     fragments may bridge through a neighbour standing at an angle (on the sample, a machine front's patch
@@ -369,7 +388,7 @@ def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cfg: P
     return _large_parts(cells & ~inside.reshape(cells.shape), cfg.min_area / cfg.cell ** 2)
 
 
-def _judged(cells: np.ndarray, frame: _Frame, views: DepthViews, depth: np.ndarray, distance: float,
+def _judged(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray, distance: float,
             cfg: PlaneConfig, keep_below: float = 0.0) -> tuple[np.ndarray, int, float, float]:
     """What the views' renders say of a footprint: (its cells carved back where views looked through, and an
     upright one's top trimmed where they stop rendering it (`_trimmed_top`), never below `keep_below` metres;
@@ -403,7 +422,7 @@ def _panel_plane(panel: Panel, cameras: np.ndarray) -> tuple[np.ndarray, np.ndar
 @dataclass(frozen=True)
 class _Wall:
     cells: np.ndarray
-    frame: _Frame  # its normal level
+    frame: Frame  # its normal level
     centre: np.ndarray  # the middle of its support
     pinned_top: float  # metres: the wall stands at least this high (its SfM points reach it; 0 without them)
 
@@ -486,54 +505,17 @@ def _turned(level: np.ndarray, yaw: float) -> np.ndarray:
     return np.array([c * level[0] - s * level[1], s * level[0] + c * level[1], 0.0])
 
 
-def _nothing_behind(points: np.ndarray, cameras: np.ndarray, cells: np.ndarray, frame: _Frame, cell: float) -> bool:
+def _nothing_behind(points: np.ndarray, cameras: np.ndarray, cells: np.ndarray, frame: Frame, cell: float) -> bool:
     """Whether the plane bounds what was captured there: every camera stands in front of it (whoever
     filmed walked on its near side), and at most BEHIND_SHARE of its cells have captured points more
     than BEHIND_DEPTH behind them."""
     if ((cameras - frame.origin) @ frame.normal <= 0).any():
         return False
     far = points[(points - frame.origin) @ frame.normal < -BEHIND_DEPTH]
-    i, j, inside = _raster_index(far, cells.shape, frame, cell)
+    i, j, inside = raster_index(far, cells.shape, frame, cell)
     behind = np.zeros_like(cells)
     behind[i[inside], j[inside]] = True
     return (behind & cells).sum() <= BEHIND_SHARE * cells.sum()
-
-
-def _ghosts(collider: trimesh.Trimesh, cells: np.ndarray, frame: _Frame, cell: float, views: DepthViews,
-            depth: np.ndarray, tolerance: float) -> np.ndarray:
-    """Mask of collider faces behind the patch that most views rendering them saw through the patch.
-
-    A glossy front renders, in the views that catch a reflection, the reflected room's depth behind
-    it; fused, that depth becomes a ghost surface behind the front (the bloat of a glossy cabinet).
-    Real structure behind an opaque panel is rendered only by views that pass its edges; a ghost mostly
-    by views through it.
-    """
-    centres = collider.triangles_center
-    behind = (centres - frame.origin) @ frame.normal < -tolerance
-    rendered = np.zeros(len(centres), np.int64)
-    crossing = np.zeros(len(centres), np.int64)
-    looked_through = np.zeros(len(centres), bool)
-    if not behind.any():
-        return behind
-    points = centres[behind]
-    for n in range(len(views)):
-        inside, row, col, z = views.pixels(n, points)
-        on = inside & (depth[n, row, col] > 0) & (np.abs(depth[n, row, col] - z) <= tolerance)
-        camera = views.world_from_cam[n, :3, 3]
-        ray = points - camera
-        along = ray @ frame.normal
-        t = np.where(np.abs(along) > 1e-9, ((frame.origin - camera) @ frame.normal) / np.where(
-            np.abs(along) > 1e-9, along, 1.0), -1.0)
-        hit = camera + t[:, None] * ray
-        i, j, on_raster = _raster_index(hit, cells.shape, frame, cell)
-        within = (t > 0) & (t < 1) & on_raster
-        through = within.copy()
-        through[within] = cells[i[within], j[within]]
-        rendered[behind] += on
-        crossing[behind] += on & through
-        looked_through[behind] |= inside & through
-    # never rendered where it lies, yet looked at through the patch: fused from depth no view holds now
-    return behind & np.where(rendered > 0, 2 * crossing > rendered, looked_through)
 
 
 def _rendered_points(views: DepthViews, stride: int) -> tuple[np.ndarray, np.ndarray]:
@@ -749,16 +731,6 @@ def _along_run(points: np.ndarray, support: np.ndarray, direction: np.ndarray, b
     return (along >= ordered[starts[longest]] - bridge) & (along <= ordered[ends[longest]] + bridge)
 
 
-@dataclass(frozen=True)
-class _Frame:
-    """A plane's raster: cell (i, j) has its centre at origin + (i + 0.5) * cell * u + (j + 0.5) * cell * v."""
-
-    origin: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    normal: np.ndarray
-
-
 def _axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """In-plane axes with u x v = normal: level planes along x, y; upright ones along the floor and up."""
     if abs(normal[2]) > 0.5:
@@ -771,7 +743,7 @@ def _axes(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, normal: np.ndarray, centre: np.ndarray,
-               distance: float, cfg: PlaneConfig, bounding: bool = False) -> tuple[np.ndarray | None, _Frame | None]:
+               distance: float, cfg: PlaneConfig, bounding: bool = False) -> tuple[np.ndarray | None, Frame | None]:
     """The cells of the plane its support covers (the fused surface facing its way, and `loose`
     without normals: SfM points, rendered depth), grouped and closed to their hulls (`_hulls`); for a
     wall `bounding` the capture, the rectangle they span (`_rectangle`), whose columns all stand on the
@@ -792,7 +764,7 @@ def _footprint(points: np.ndarray, normals: np.ndarray, loose: np.ndarray, norma
     origin = centre + low[0] * cfg.cell * u + low[1] * cfg.cell * v
     if abs(normal[2]) <= 0.5:
         cells, origin = _down_to_floor(cells, origin, v, cfg.cell, np.inf if bounding else cfg.bridge)
-    return _large_parts(cells, cfg.min_area / cfg.cell ** 2), _Frame(origin, u, v, normal)
+    return _large_parts(cells, cfg.min_area / cfg.cell ** 2), Frame(origin, u, v, normal)
 
 
 def _rectangle(ij: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -871,16 +843,7 @@ def _large_parts(cells: np.ndarray, min_cells: float) -> np.ndarray:
     return (sizes >= min_cells)[labels]
 
 
-def _raster_index(points: np.ndarray, shape: tuple[int, int], frame: _Frame,
-                  cell: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The raster cell (i, j) each point falls in, projected along the plane's normal, and whether that
-    cell lies inside a raster of `shape`."""
-    i = np.floor((points - frame.origin) @ frame.u / cell).astype(np.int64)
-    j = np.floor((points - frame.origin) @ frame.v / cell).astype(np.int64)
-    return i, j, (i >= 0) & (i < shape[0]) & (j >= 0) & (j < shape[1])
-
-
-def _cell_centres(cells: np.ndarray, frame: _Frame, cell: float) -> np.ndarray:
+def _cell_centres(cells: np.ndarray, frame: Frame, cell: float) -> np.ndarray:
     """(I * J, 3) world centres of every cell of the raster, row-major."""
     i, j = np.mgrid[0:cells.shape[0], 0:cells.shape[1]]
     return (frame.origin + ((i.ravel() + 0.5) * cell)[:, None] * frame.u
@@ -906,25 +869,3 @@ def _votes(centres: np.ndarray, normal: np.ndarray, views: DepthViews, depth: np
         through += valid & (rendered > z + reach)
         behind += valid & (rendered < z - reach)
     return on, through, behind
-
-
-def _cells_mesh(cells: np.ndarray, frame: _Frame, cell: float) -> trimesh.Trimesh:
-    """The patch through the centres of its cells, facing +normal: quads between each 2 x 2 block of
-    occupied cells, one per run along u in each row of v. A cell is occupied when any support falls in
-    it, so a surface's edge lies somewhere inside its edge cells: their centres, not their outer sides,
-    are where the patch ends (on the sample, collider p95 7.00 -> 6.44 cm; snapping the upright patches'
-    feet down to the floor as well measured 6.58)."""
-    block = cells[:-1, :-1] & cells[1:, :-1] & cells[:-1, 1:] & cells[1:, 1:]
-    vertices, faces = [], []
-    for j in range(block.shape[1]):
-        column = np.concatenate([[False], block[:, j], [False]])
-        starts = np.flatnonzero(column[1:] & ~column[:-1])
-        ends = np.flatnonzero(~column[1:] & column[:-1])
-        for start, end in zip(starts, ends):
-            base = len(vertices)
-            for a, b in ((start, j), (end, j), (end, j + 1), (start, j + 1)):
-                vertices.append(frame.origin + (a + 0.5) * cell * frame.u + (b + 0.5) * cell * frame.v)
-            faces += [[base, base + 1, base + 2], [base, base + 2, base + 3]]  # counter-clockwise about u x v
-    if not faces:
-        return trimesh.Trimesh()
-    return trimesh.Trimesh(np.asarray(vertices), np.asarray(faces), process=False)

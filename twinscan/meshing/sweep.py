@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from twinscan.meshing.views import DepthViews
+from twinscan.meshing.views import DepthViews, spread
 
 CELL = 0.03  # metres: the plane's raster (a pixel spans 1.4 cm at 7 m at preview size)
 WINDOW = 2  # cells either side: the correlation window is 5 x 5 cells (15 cm)
+MIN_WHOLE = (WINDOW + 1) ** 2  # unhidden cells a view needs for one whole window (at a raster's corner, mirrored)
 MIN_VIEWS = 3  # a cell's agreement counts where this many views see its whole window
 MIN_VARIANCE = 4.0  # grey levels squared: a window flatter than this says nothing (a plain face agrees anywhere)
 MIN_AGREEMENT = 0.5  # mean correlation over the pairs of views: a cell they agree on
@@ -77,11 +78,11 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     cells, if it stands out (PEAK_CONTRAST) from the planes further out, swept coarse then fine; `along`
     (A,): the raster along it. None where nothing there agrees."""
     reach = float((views.world_from_cam[:, :3, 3] @ normal).min())  # every view stands before this plane
-    chosen = np.unique(np.linspace(0, len(views) - 1, min(len(views), MAX_VIEWS)).round().astype(np.int64))
+    chosen = spread(len(views), MAX_VIEWS)
     raster = UprightRaster(normal, along, HEIGHTS)
 
     def agreed(levels: np.ndarray) -> list[np.ndarray]:
-        return [_agreeing(views, grey, known_depth, chosen, raster.points(level)) for level in levels]
+        return [agreeing(views, grey, known_depth, chosen, raster.points(level)) for level in levels]
 
     coarse = reach - np.arange(NEAREST, DEPTH, COARSE_STEP)
     columns = np.array([(cells.sum(axis=1) >= COLUMN_CELLS).sum() for cells in agreed(coarse)])
@@ -114,7 +115,7 @@ def views_seeing(views: DepthViews, known_depth: np.ndarray, points: np.ndarray,
     return count
 
 
-def _agreeing(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
+def agreeing(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
               raster: np.ndarray) -> np.ndarray:
     """(A, Z) mask of the raster cells the views agree on (MIN_AGREEMENT, over MIN_VIEWS or more)."""
     agreement, count = _agreement(views, grey, known_depth, chosen, raster)
@@ -140,6 +141,8 @@ def _agreement(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, cho
         row, col = np.clip(v, 0, h - 1).astype(np.int64), np.clip(u, 0, w - 1).astype(np.int64)
         hidden = known_depth[n, row, col] < z - OCCLUSION
         mask = (inside & ~hidden).reshape(shape).astype(np.float32)
+        if mask.sum() < MIN_WHOLE:  # no window is whole: the view adds nothing (a side seen from behind its box)
+            continue
         value = cv2.remap(grey[n], (u - 0.5).astype(np.float32).reshape(shape), (v - 0.5).astype(np.float32).reshape(shape),
                           cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         whole = cv2.boxFilter(mask, -1, window) > 0.999

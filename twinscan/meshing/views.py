@@ -92,3 +92,9 @@ class DepthViews:
             inside, row, col, z = self.pixels(i, points)
             seen[i] = inside & valid[i, row, col] & (np.abs(self.depth[i, row, col] - z) <= tolerance)
         return seen
+
+
+def spread(count: int, most: int) -> np.ndarray:
+    """Indices of at most `most` of `count` views, evenly spread over the walk: photo checks that look at
+    every view add time, not evidence, past a few dozen."""
+    return np.unique(np.linspace(0, count - 1, min(count, most)).round().astype(np.int64))

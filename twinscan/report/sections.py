@@ -148,7 +148,8 @@ def mesh_preview(capture: Capture) -> str:
             ["floaters / components removed", f"{fmt(f.get('floating_removed'))} / {fmt(f.get('components_removed'))}"],
             ["planar patches (inferred, not fused)",
              f"{fmt(f.get('planar_patches'))}, {fmt(f.get('planar_area_m2'))} m² (textureless panels from their "
-             f"outlines: {fmt(f.get('textureless_panels'))}; walls from the photos alone: {fmt(f.get('swept_walls'))})"],
+             f"outlines: {fmt(f.get('textureless_panels'))}; walls from the photos alone: {fmt(f.get('swept_walls'))}; "
+             f"fronts of parts from the photos: {fmt(f.get('part_fronts'))})"],
             ["reflection faces removed", fmt(f.get("ghost_faces_removed"))]]
     half = (len(rows) + 1) // 2
     tables = "".join(f'<div>{table([[esc(k), esc(v)] for k, v in part], css_class="kv")}</div>'
