@@ -21,7 +21,7 @@ import trimesh
 from scipy import ndimage
 
 from twinscan.meshing.patches import Frame
-from twinscan.meshing.sweep import CELL, MAX_VIEWS, agreeing
+from twinscan.meshing.sweep import CELL, MAX_VIEWS, UprightRaster, agreeing, turned
 from twinscan.meshing.views import DepthViews, spread
 from twinscan.optional import open3d
 
@@ -94,40 +94,25 @@ def _rectangle_sides(vertices: np.ndarray) -> list[tuple[np.ndarray, np.ndarray,
     return sides
 
 
-def _turned(normal: np.ndarray, degrees: float) -> np.ndarray:
-    c, s = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
-    return np.array([c * normal[0] - s * normal[1], s * normal[0] + c * normal[1], 0.0])
-
-
-def _raster(normal: np.ndarray, level: float, along: np.ndarray, heights: np.ndarray) -> np.ndarray:
-    """(A, Z, 3) points of the upright plane {x : x . normal = level}, `along` its level axis (up x normal)."""
-    axis = np.cross([0.0, 0.0, 1.0], normal)
-    return level * normal + along[:, None, None] * axis + heights[None, :, None] * np.array([0.0, 0.0, 1.0])
-
-
 def _photo_plane(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
                  normal: np.ndarray, middle: np.ndarray, length: float,
                  heights: np.ndarray) -> tuple[np.ndarray, float, int] | None:
     """The plane about one side where the photos agree on the most cells, if it is a clear peak:
     (its normal, level, cells agreed on), or None."""
     counts = np.zeros((len(TURNS_DEG), len(OFFSETS)), np.int64)
-    planes = {}
     for t, turn in enumerate(TURNS_DEG):
-        turned = _turned(normal, turn)
-        axis = np.cross([0.0, 0.0, 1.0], turned)
-        centre = middle @ axis
-        along = centre + np.arange(-length / 2 + END_MARGIN, length / 2 - END_MARGIN, CELL)
-        for o, offset in enumerate(OFFSETS):
-            level = float(middle @ turned + offset)
-            planes[t, o] = (turned, level)
-            counts[t, o] = agreeing(views, grey, known_depth, chosen, _raster(turned, level, along, heights)).sum()
+        swung = turned(normal, np.radians(turn))
+        raster = UprightRaster(swung, middle @ np.cross([0.0, 0.0, 1.0], swung)
+                               + np.arange(-length / 2 + END_MARGIN, length / 2 - END_MARGIN, CELL), heights)
+        for o, level in enumerate(middle @ swung + OFFSETS):
+            counts[t, o] = agreeing(views, grey, known_depth, chosen, raster.points(float(level))).sum()
     t, o = np.unravel_index(int(np.argmax(counts)), counts.shape)
     elsewhere = np.abs(OFFSETS - OFFSETS[o]) >= CONTRAST_REACH - 1e-9
     if (counts[t, o] < MIN_PEAK_CELLS or o in (0, len(OFFSETS) - 1)
             or counts[t, o] < PEAK_CONTRAST * counts[t, elsewhere].max()):
         return None
-    turned, level = planes[t, o]
-    return turned, level, int(counts[t, o])
+    swung = turned(normal, np.radians(TURNS_DEG[t]))
+    return swung, float(middle @ swung + OFFSETS[o]), int(counts[t, o])
 
 
 def _in_front(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
@@ -138,7 +123,7 @@ def _in_front(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chos
     axis = np.cross([0.0, 0.0, 1.0], normal)
     extent = part.vertices @ axis
     along = np.arange(extent.min(), extent.max(), CELL)
-    raster = _raster(normal, level, along, heights)
+    raster = UprightRaster(normal, along, heights).points(level)
     agreed = agreeing(views, grey, known_depth, chosen, raster)
     scene = open3d().t.geometry.RaycastingScene()
     scene.add_triangles(np.asarray(part.vertices, np.float32), np.asarray(part.faces, np.uint32))

@@ -38,7 +38,7 @@ from twinscan.meshing.patches import Frame, cells_mesh, ghosts_behind, raster_in
 from twinscan.meshing.panels import Panel, panel_mesh, textureless_panels
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.sweep import CELL as SWEEP_CELL
-from twinscan.meshing.sweep import SweptWall, grey_images, swept_wall, views_seeing
+from twinscan.meshing.sweep import SweptWall, grey_images, swept_wall, turned, views_seeing
 from twinscan.meshing.views import DepthViews
 
 
@@ -145,8 +145,9 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
                                  min_support, cfg.bridge)
     candidates += outermost
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
+    grey = grey_images(views)  # the photos the sweeps compare
     known = _known_depth(views, collider) if cfg.sweep and outermost else None
-    swept = _swept_walls(views, known, outermost) if known is not None else []
+    swept = _swept_walls(views, grey, known, outermost) if known is not None else []
     parts, planes, walls = [], [], []
     ghosts = np.zeros(len(collider.faces), bool)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
@@ -215,7 +216,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     if cfg.fronts:
         held = trimesh.util.concatenate([collider, *parts])
         held_depth = _known_depth(views, held)
-        for front in part_fronts(views, grey_images(views), held_depth, collider):
+        for front in part_fronts(views, grey, held_depth, collider):
             patch = cells_mesh(front.cells, front.frame, SWEEP_CELL)
             if not len(patch.faces):
                 continue
@@ -234,17 +235,16 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     return PlanarPatches(mesh, ghosts, planes, walls=walls, figures=figures)
 
 
-def _swept_walls(views: DepthViews, known: np.ndarray,
+def _swept_walls(views: DepthViews, grey: np.ndarray, known: np.ndarray,
                  outermost: list[tuple[np.ndarray, np.ndarray, int]]) -> list[SweptWall]:
-    """The walls beyond the walk where the photos agree (meshing/sweep.py), in the four directions square
-    to the fullest wall found bounding the capture (a cell's walls meet square); `known`: the collider's
-    depth in every view (what hides a wall from it), inf where none."""
+    """The walls beyond the walk where the photos (`grey`) agree (meshing/sweep.py), in the four directions
+    square to the fullest wall found bounding the capture (a cell's walls meet square); `known`: the
+    collider's depth in every view (what hides a wall from it), inf where none."""
     fullest = max(outermost, key=lambda wall: wall[2])[0]
-    grey = grey_images(views)
     cameras = views.world_from_cam[:, :3, 3]
     found = []
     for quarter in range(4):
-        normal = _turned(fullest, quarter * np.pi / 2)
+        normal = turned(fullest, quarter * np.pi / 2)
         along = cameras @ np.cross([0.0, 0.0, 1.0], normal)
         wall = swept_wall(views, grey, known, normal,
                           np.arange(along.min() - SWEEP_MARGIN, along.max() + SWEEP_MARGIN, SWEEP_CELL))
@@ -495,14 +495,9 @@ def _densest_yaw(points: np.ndarray, level: np.ndarray, centre: np.ndarray, widt
     yaws = np.radians(np.arange(-WALL_YAW_DEG, WALL_YAW_DEG + 1e-9, WALL_YAW_STEP_DEG))
     counts = []
     for yaw in yaws:
-        offsets = np.sort((points - centre) @ _turned(level, yaw))
+        offsets = np.sort((points - centre) @ turned(level, yaw))
         counts.append(int((np.searchsorted(offsets, offsets + width, side="right") - np.arange(len(offsets))).max()))
-    return _turned(level, float(yaws[np.asarray(counts) == max(counts)].mean()))
-
-
-def _turned(level: np.ndarray, yaw: float) -> np.ndarray:
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([c * level[0] - s * level[1], s * level[0] + c * level[1], 0.0])
+    return turned(level, float(yaws[np.asarray(counts) == max(counts)].mean()))
 
 
 def _nothing_behind(points: np.ndarray, cameras: np.ndarray, cells: np.ndarray, frame: Frame, cell: float) -> bool:

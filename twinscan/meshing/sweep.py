@@ -44,6 +44,12 @@ COLUMN_CELLS = 3  # a raster column is agreed on where this many of its cells ar
 MIN_COLUMNS = round(0.5 / CELL)  # columns (0.5 m of wall) agreed on at the peak
 
 
+def turned(level: np.ndarray, yaw: float) -> np.ndarray:
+    """The level direction (3,) turned by `yaw` radians about the vertical."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([c * level[0] - s * level[1], s * level[0] + c * level[1], 0.0])
+
+
 @dataclass(frozen=True)
 class UprightRaster:
     """Cells on the upright planes {x : x . normal = level}: `along` their horizontal axis (up x normal),
