@@ -279,11 +279,11 @@ BLANK_K = np.diag([2.0, 2.0, 1.0]) @ K
 TEXTURE_BLOCK = 0.20  # metres, along oblique axes: a texture of upright lines would be all edges
 
 
-def blank_room(with_panel: bool) -> trimesh.Trimesh:
+def blank_room(with_panel: bool, floor_to: float = ROOM) -> trimesh.Trimesh:
     """A textured room with a blank panel standing in its middle (or not): the panel's faces coloured
-    PANEL_GREY, all others black (the photos texture them)."""
+    PANEL_GREY, all others black (the photos texture them). Its floor ends at x = `floor_to`."""
     (x0, x1), y, top = BLANK_PANEL
-    parts = [box((2 * ROOM, 2 * ROOM, 0.1), (0, 0, -0.05)),
+    parts = [box((ROOM + floor_to, 2 * ROOM, 0.1), ((floor_to - ROOM) / 2, 0, -0.05)),
              box((1.0, 0.8, 1.2), (-2.5, 2.0, 0.6)), box((0.8, 1.0, 1.0), (2.4, -2.2, 0.5))]
     parts += [box((2 * ROOM, 0.1, 2.5), (0, side * ROOM, 1.25)) for side in (-1, 1)]
     parts += [box((0.1, 2 * ROOM, 2.5), (side * ROOM, 0, 1.25)) for side in (-1, 1)]
@@ -295,16 +295,17 @@ def blank_room(with_panel: bool) -> trimesh.Trimesh:
     return trimesh.util.concatenate(parts)
 
 
-def blank_room_photos(mesh: trimesh.Trimesh, cameras: np.ndarray) -> DepthViews:
+def blank_room_photos(mesh: trimesh.Trimesh, cameras: np.ndarray, floor_block: float = TEXTURE_BLOCK) -> DepthViews:
     """Views of the room: colour from a blocky texture fixed to the world (blocks of random grey along
-    oblique axes), flat grey on the panel."""
+    oblique axes; `floor_block` wide on the floor), flat grey on the panel."""
     rng = np.random.default_rng(0)
     shades = rng.integers(20, 236, 64 ** 3).astype(np.uint8)
     views = render_mesh_views(mesh, BLANK_K, cameras, BLANK_W, BLANK_H)
     colour = views.colour.copy()
     for i, _, finite, world in pixel_points(views):
         oblique = world @ np.array([[1.0, 1.0, 1.0], [1.0, -1.0, 2.0], [2.0, 1.0, -1.0]]).T  # no upright lines
-        block = np.floor(oblique / TEXTURE_BLOCK).astype(np.int64) % 64
+        size = np.where(world[:, 2:] <= 1e-6, floor_block, TEXTURE_BLOCK)
+        block = np.floor(oblique / size).astype(np.int64) % 64
         textured = finite & (views.colour[i].reshape(-1, 3)[:, 0] != PANEL_GREY)
         grey = shades[(block[textured, 0] * 64 + block[textured, 1]) * 64 + block[textured, 2]]
         colour[i].reshape(-1, 3)[textured] = grey[:, None]
@@ -734,3 +735,30 @@ def test_a_front_the_collider_lacks_is_placed_where_the_photos_agree() -> None:
         assert np.abs(x + 2.0).max() <= 0.02
         assert y.min() >= 1.6 and y.max() <= 2.4 and z.min() >= 0.0 and z.max() <= 1.2
         assert patch.area >= 0.25  # of the face's 0.96 m2: the photos agree where its blocks meet
+
+
+def test_the_floor_runs_on_where_the_photos_agree_on_it_up_to_its_edge() -> None:
+    """Past its last SfM points (here 3 m out each way) the floor behind the walk is seen only from across
+    the room, 5.5-6.5 m off: it is carried on to within 35 cm of the walls' feet and never under them;
+    where the floor ends (at x = 3.2 m, nothing but the dark past it) it stops at its edge."""
+    from twinscan.meshing.floor import Floor, floor_slab
+    from twinscan.meshing.floor_edges import STRIP, photographed_floor
+    from twinscan.meshing.sweep import grey_images
+
+    cameras = blank_room_walk(24)
+    floor = Floor(height=0.0, tilt_deg=0.0, bounds_xy=np.array([[-3.0, -3.0], [3.0, 3.0]]), area=36.0)
+    wall_foot = ROOM - 0.05
+    for floor_to in (ROOM, 3.2):
+        room = blank_room(with_panel=False, floor_to=floor_to)
+        photos = blank_room_photos(room, cameras, floor_block=0.10)  # what shows at 6 m when seen at 13 degrees
+        standing = room.submesh([np.flatnonzero(room.triangles_center[:, 2] > 1e-3)], append=True)
+        known = render_mesh_views(trimesh.util.concatenate([standing, floor_slab(floor, 0.05)]), BLANK_K, cameras,
+                                  BLANK_W, BLANK_H).depth
+        known = np.where(np.isfinite(known) & (known > 0), known, np.inf)
+        (west, south), (east, north) = photographed_floor(floor, photos, grey_images(photos), known).bounds_xy
+        for far_side in (-west, -south, north):
+            assert wall_foot - 0.35 <= far_side <= wall_foot, (floor_to, far_side)
+        if floor_to < ROOM:
+            assert floor_to - STRIP <= east <= floor_to, east
+        else:
+            assert wall_foot - 0.35 <= east <= wall_foot, east

@@ -18,8 +18,10 @@ from twinscan.meshing.confidence import face_confidence
 from twinscan.meshing.config import MeshConfig
 from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_from_points, floor_grid,
                                     floor_slab, outside_footprint, to_walls, with_walkway, within_points)
+from twinscan.meshing.floor_edges import photographed_floor
 from twinscan.meshing.planes import complete_planes
 from twinscan.meshing.raycast import mesh_depths
+from twinscan.meshing.sweep import grey_images
 from twinscan.meshing.views import DepthViews
 
 
@@ -129,6 +131,12 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
         extended = to_walls(floor, planar.walls)
         figures.update(floor_to_walls_m2=round(_rectangle_area(extended) - _rectangle_area(floor), 3))
         floor = extended
+    if floor is not None and cfg.floor_photos:
+        step_photos = time.time()
+        carried = _photographed(floor, collider, planes, views, cfg.floor_slab_thickness)
+        figures.update(floor_photographed_m2=round(_rectangle_area(carried) - _rectangle_area(floor), 3))
+        floor = carried
+        seconds["floor_photos"] = time.time() - step_photos
     trust = face_confidence(collider, views, tolerance=2 * voxel)
     figures.update(collision_faces=len(collider.faces), collision_watertight=bool(collider.is_watertight),
                    collision_non_manifold_edges=collision.non_manifold_edges(collider),
@@ -186,6 +194,17 @@ def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[
         raise TwinscanError("TSDF fusion produced no surface",
                             "check that the views overlap and that the depth renders are in metres")
     return raw, voxel, depth
+
+
+def _photographed(floor: Floor, collider: trimesh.Trimesh, planes: trimesh.Trimesh | None, views: DepthViews,
+                  slab_thickness: float) -> Floor:
+    """The floor carried on where the photos agree on it (meshing/floor_edges.py): past its last SfM points,
+    behind the walk, the floor is seen only from across the cell. What stands on it and the slab itself
+    hide it from the views."""
+    standing = [collider] if planes is None else [collider, planes]
+    held = trimesh.util.concatenate([*standing, floor_slab(floor, slab_thickness)])
+    known = mesh_depths(held, views.K, views.world_from_cam, views.size[1], views.size[0])
+    return photographed_floor(floor, views, grey_images(views), known)
 
 
 def _rectangle_area(floor: Floor) -> float:

@@ -38,6 +38,7 @@ class MeshConfig:
     floor_band: float = 0.10  # metres: the floor is searched for within |z| <= band
     walkway_margin: float = 0.5  # metres of floor collider beyond the camera path (the walker stood there)
     floor_max_tilt_deg: float = 10.0
+    floor_photos: bool = True  # the floor carried on past its SfM points where the photos agree (floor_edges.py)
     floor_slab_thickness: float = 0.05  # metres: the floor collider is a box from -thickness to z = 0
     collision_faces: int = 50_000
     visual_faces: int = 200_000

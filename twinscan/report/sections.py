@@ -144,6 +144,8 @@ def mesh_preview(capture: Capture) -> str:
             ["floor height / tilt", f"{fmt(f.get('floor_height_m'))} m / {fmt(f.get('floor_tilt_deg'))}°"],
             ["floor from", fmt(f.get("floor_source"))],
             ["floor area seen", f"{fmt(f.get('floor_area_m2'))} m²"],
+            ["floor carried on to the walls / where the photos agree",
+             f"{fmt(f.get('floor_to_walls_m2'))} m² / {fmt(f.get('floor_photographed_m2'))} m²"],
             ["voxel size", f"{fmt(f.get('voxel_size_m'))} m"],
             ["floaters / components removed", f"{fmt(f.get('floating_removed'))} / {fmt(f.get('components_removed'))}"],
             ["planar patches (inferred, not fused)",

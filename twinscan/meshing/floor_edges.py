@@ -1,0 +1,69 @@
+"""The floor carried past its last SfM points where the photos agree on it.
+
+An inward loop sees the floor behind its own walk only from across the cell, 6-8 m off at grazing
+angles: no SfM point, splat or fused face lies there (hard seeds 1 and 2: the slab stopped at the
+walkway margin, 0.37 m short of the floor's open west edge). The floor's texture still lines up across
+the views on the floor's plane, and much less on level planes a few centimetres above or below it: a
+level plane sweep, as the walls' upright one (meshing/sweep.py). Strip by strip out from each side of
+the floor's rectangle, the floor runs on while the views agree on a strip at the floor's height more
+than at any height OFF_FLOOR or further from it; past the floor's edge (background, a drop, or a wall
+the collider holds, which hides it) they agree on nothing there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from twinscan.meshing.floor import Floor
+from twinscan.meshing.sweep import CELL, MAX_VIEWS, agreeing
+from twinscan.meshing.views import DepthViews, spread
+
+STRIP = 0.10  # metres: the floor is carried on by strips this deep ...
+REACH = 1.5  # metres: ... up to this far past a side
+INSIDE = 0.15  # metres of the floor within the side swept too: a window at the raster's edge is mirrored
+HEIGHTS = np.arange(-0.08, 0.081, 0.02)  # metres about the floor's height: the level planes swept
+OFF_FLOOR = 0.04  # metres: heights this far or further from the floor are its background ...
+CONTRAST = 2.0  # ... and a strip of floor holds this many times their most cells agreed on at the floor's height
+MIN_CELLS_PER_METRE = 1.0  # ... and at least this many per metre of the side (hard seed 1's west strips,
+# seen 6-8 m off: 32-47 on 8.8 m; past the floor's edge, the dark: 0-2 at the floor's height, up to 12 below it)
+
+
+def photographed_floor(floor: Floor, views: DepthViews, grey: np.ndarray, known_depth: np.ndarray) -> Floor:
+    """`floor` with each side of its rectangle carried out over the strips the photos (`grey`, from
+    `sweep.grey_images`) agree on as floor, from the side on without a gap; `known_depth`: the collider and
+    the floor's slab in every view (what hides a level plane: the floor known hides what lies under it),
+    inf where there is none."""
+    chosen = spread(len(views), MAX_VIEWS)
+    bounds = np.array(floor.bounds_xy, dtype=float)
+    carried = bounds.copy()
+    for axis in (0, 1):
+        for end, outward in ((0, -1.0), (1, 1.0)):
+            along = np.arange(bounds[0, 1 - axis], bounds[1, 1 - axis], CELL) + CELL / 2
+            beyond = np.arange(-INSIDE, REACH, CELL) + CELL / 2
+            past = beyond > 0
+            agreed = np.stack([_strips(agreeing(views, grey, known_depth, chosen,
+                                                _level_raster(bounds[end, axis] + outward * beyond, along, axis,
+                                                              floor.height + height))[past], beyond[past])
+                               for height in HEIGHTS])
+            floor_row = int(np.argmin(np.abs(HEIGHTS)))
+            background = agreed[np.abs(HEIGHTS) >= OFF_FLOOR - 1e-9].max(axis=0)
+            floor_like = (agreed[floor_row] >= MIN_CELLS_PER_METRE * np.ptp(along)) \
+                & (agreed[floor_row] >= CONTRAST * background)
+            strips = int(np.argmin(floor_like)) if not floor_like.all() else len(floor_like)  # the run from the side
+            carried[end, axis] = bounds[end, axis] + outward * strips * STRIP
+    return replace(floor, bounds_xy=carried)
+
+
+def _level_raster(out: np.ndarray, along: np.ndarray, axis: int, height: float) -> np.ndarray:
+    """(O, A, 3) points at `height`: `out` (O,) on `axis`, `along` (A,) on the other."""
+    first, second = np.meshgrid(out, along, indexing="ij")
+    plan = (first, second) if axis == 0 else (second, first)
+    return np.stack([*plan, np.full(first.shape, height)], axis=-1)
+
+
+def _strips(agreed: np.ndarray, beyond: np.ndarray) -> np.ndarray:
+    """(S,) cells agreed on in each STRIP-deep strip past the side; `agreed` (O, A) over `beyond` (O,)."""
+    strip = np.floor(beyond / STRIP).astype(np.int64)
+    return np.bincount(strip, weights=agreed.sum(axis=1), minlength=int(round(REACH / STRIP)))
