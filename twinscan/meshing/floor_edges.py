@@ -12,7 +12,7 @@ the collider holds, which hides it) they agree on nothing there.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,21 +39,34 @@ def photographed_floor(floor: Floor, views: DepthViews, grey: np.ndarray, known_
     bounds = np.array(floor.bounds_xy, dtype=float)
     carried = bounds.copy()
     for axis in (0, 1):
+        along = np.arange(bounds[0, 1 - axis], bounds[1, 1 - axis], CELL) + CELL / 2
         for end, outward in ((0, -1.0), (1, 1.0)):
-            along = np.arange(bounds[0, 1 - axis], bounds[1, 1 - axis], CELL) + CELL / 2
-            beyond = np.arange(-INSIDE, REACH, CELL) + CELL / 2
-            past = beyond > 0
-            agreed = np.stack([_strips(agreeing(views, grey, known_depth, chosen,
-                                                _level_raster(bounds[end, axis] + outward * beyond, along, axis,
-                                                              floor.height + height))[past], beyond[past])
-                               for height in HEIGHTS])
-            floor_row = int(np.argmin(np.abs(HEIGHTS)))
-            background = agreed[np.abs(HEIGHTS) >= OFF_FLOOR - 1e-9].max(axis=0)
-            floor_like = (agreed[floor_row] >= MIN_CELLS_PER_METRE * np.ptp(along)) \
-                & (agreed[floor_row] >= CONTRAST * background)
-            strips = int(np.argmin(floor_like)) if not floor_like.all() else len(floor_like)  # the run from the side
-            carried[end, axis] = bounds[end, axis] + outward * strips * STRIP
+            side = _Side(bounds[end, axis], outward, axis, along)
+            carried[end, axis] += outward * _floor_strips(views, grey, known_depth, chosen, floor.height, side) * STRIP
     return replace(floor, bounds_xy=carried)
+
+
+@dataclass(frozen=True)
+class _Side:
+    position: float  # metres along `axis` where the side stands
+    outward: float  # +1 or -1: the way past it along `axis`
+    axis: int  # 0: the side runs along y; 1: along x
+    along: np.ndarray  # (A,) cell centres along the side
+
+
+def _floor_strips(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
+                  height: float, side: _Side) -> int:
+    """How many strips past the side, from it on without a gap, the photos agree on as a floor at `height`."""
+    beyond = np.arange(-INSIDE, REACH, CELL) + CELL / 2
+    past = beyond > 0
+    agreed = np.stack([_strips(agreeing(views, grey, known_depth, chosen,
+                                        _level_raster(side.position + side.outward * beyond, side.along, side.axis,
+                                                      height + offset))[past], beyond[past])
+                       for offset in HEIGHTS])
+    background = agreed[np.abs(HEIGHTS) >= OFF_FLOOR - 1e-9].max(axis=0)
+    at_floor = agreed[int(np.argmin(np.abs(HEIGHTS)))]
+    floor_like = (at_floor >= MIN_CELLS_PER_METRE * np.ptp(side.along)) & (at_floor >= CONTRAST * background)
+    return len(floor_like) if floor_like.all() else int(np.argmin(floor_like))
 
 
 def _level_raster(out: np.ndarray, along: np.ndarray, axis: int, height: float) -> np.ndarray:
