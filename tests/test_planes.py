@@ -762,3 +762,23 @@ def test_the_floor_runs_on_where_the_photos_agree_on_it_up_to_its_edge() -> None
             assert floor_to - STRIP <= east <= floor_to, east
         else:
             assert wall_foot - 0.35 <= east <= wall_foot, east
+
+
+def test_a_wall_the_photos_agree_on_at_every_offset_is_placed_by_its_sfm_points() -> None:
+    """A low wall seen from across the cell agrees in the photos only along its top edge, as much at every
+    offset within its thickness: a flat sweep does not place it; its SfM points do when there are enough.
+    A peaked sweep places it whatever the points say."""
+    from twinscan.meshing.patches import Frame
+    from twinscan.meshing.planes import MIN_PINNING_POINTS, _Wall, _where_photos_agree
+    from twinscan.meshing.sweep import SweptWall
+
+    normal = np.array([0.0, -1.0, 0.0])  # the wall's face at y = 4.89 looks back at the cell
+    frame = Frame(np.array([-2.0, 4.97, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), normal)
+    wall = _Wall(np.ones((4, 4), bool), frame, np.array([0.0, 4.97, 0.6]), pinned_top=0.0)  # its layer: 8 cm behind
+    rng = np.random.default_rng(0)
+    edge = np.column_stack([rng.uniform(-2, 2, 15), rng.normal(4.89, 0.01, 15), rng.uniform(1.15, 1.2, 15)])
+    for peaked, points, face in ((False, edge, 4.89), (True, edge, 4.93),
+                                 (False, edge[:MIN_PINNING_POINTS - 1], 4.93)):
+        swept = SweptWall(normal, level=-4.93, support=np.zeros((0, 3)), peaked=peaked)
+        placed = _where_photos_agree(wall, [swept], points, band=0.19)
+        assert abs(placed.centre[1] - face) <= 0.005 and abs(placed.frame.origin[1] - face) <= 0.005, (peaked, placed.centre)

@@ -159,7 +159,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             continue  # the floor's business
         wall = _bounding_wall(points, sfm, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
             if abs(normal[2]) <= 0.5 else None
-        wall = _where_photos_agree(wall, swept)
+        wall = _where_photos_agree(wall, swept, sfm, BAND_WIDTHS * 2 * distance)
         if wall is not None:
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg,
                                                    keep_below=wall.pinned_top)
@@ -253,16 +253,23 @@ def _swept_walls(views: DepthViews, grey: np.ndarray, known: np.ndarray,
     return found
 
 
-def _where_photos_agree(wall: _Wall | None, swept: list[SweptWall]) -> _Wall | None:
+def _where_photos_agree(wall: _Wall | None, swept: list[SweptWall], sfm: np.ndarray, band: float) -> _Wall | None:
     """The wall moved onto the swept wall facing its way within BEHIND_DEPTH of it, if any. Placed by
     its points, a wall seen only from across the cell lies where its fused layer does, biased towards the
-    views (hard seed 4's low wall: 7.4 cm in front of its face; where the photos agree, 1.8 cm)."""
+    views (hard seed 4's low wall: 7.4 cm in front of its face; where the photos agree, 1.8 cm). Where the
+    sweep lies flat about its level (a low wall's photos agree only along its top edge, at every offset
+    within its thickness), the SfM points within `band` of the wall place it, MIN_PINNING_POINTS or more
+    (hard seed 3's low wall: its layer's points 8.0 cm behind its face, the flat sweep 4.1 cm, the median
+    of its 15 SfM points, on that edge, 0.5 cm)."""
     if wall is None:
         return None
     facing = np.cos(np.radians(LAYER_TURN_DEG))
     for other in swept:
         shift = other.level - wall.centre @ other.normal
         if other.normal @ wall.frame.normal >= facing and abs(shift) <= BEHIND_DEPTH:
+            pinning = sfm[np.abs((sfm - wall.centre) @ wall.frame.normal) <= band] @ other.normal
+            if not other.peaked and len(pinning) >= MIN_PINNING_POINTS:
+                shift = float(np.median(pinning)) - wall.centre @ other.normal
             moved = shift / (other.normal @ wall.frame.normal) * wall.frame.normal
             return replace(wall, frame=replace(wall.frame, origin=wall.frame.origin + moved), centre=wall.centre + moved)
     return wall

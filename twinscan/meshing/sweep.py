@@ -35,6 +35,9 @@ HEIGHTS = np.arange(0.50, 3.0, CELL)  # metres: nearer the floor, its texture ag
 NEAREST, DEPTH = 0.10, 2.50  # metres past the views: the planes swept
 COARSE_STEP, FINE_STEP = 0.04, 0.01  # metres: a wall's peak is about 10 cm wide
 FINE_SPAN = 5  # fine steps
+FINE_CONTRAST = 1.10  # the fine sweep's smoothed agreement peaks where its most is this many times its least: a
+# low wall agrees only along its top edge, at every offset within its thickness (hard seed 3: 1.03 over 20 cm,
+# its south wall 2.31, its east wall 1.17)
 BEYOND = 0.30  # metres: the planes further out than this past the peak are its background ...
 PEAK_CONTRAST = 2.0  # ... and it holds this many times their median count of columns agreed on (a low wall
 # seen head-on from across the cell peaks broadly: hard seed 3's, 91 columns against 35-59 past it)
@@ -76,6 +79,7 @@ class SweptWall:
     normal: np.ndarray  # (3,) level, facing the views
     level: float  # the plane {x : x . normal = level}
     support: np.ndarray  # (M, 3) raster cells the views agree on there
+    peaked: bool  # the fine sweep's agreement peaks there (FINE_CONTRAST), rather than lying flat about it
 
 
 def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, normal: np.ndarray,
@@ -100,7 +104,10 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     # smoothed over FINE_SPAN: it varies by +-10 % from one centimetre to the next (hard seed 1's east wall)
     fine = coarse[peak] + np.arange(-2 * COARSE_STEP, 2 * COARSE_STEP + 1e-9, FINE_STEP)
     fine_cells = agreed(fine)
-    best = int(np.argmax(np.convolve([cells.sum() for cells in fine_cells], np.ones(FINE_SPAN) / FINE_SPAN, "same")))
+    counts = np.array([cells.sum() for cells in fine_cells], float)
+    best = int(np.argmax(np.convolve(counts, np.ones(FINE_SPAN) / FINE_SPAN, "same")))
+    smoothed = np.convolve(counts, np.ones(FINE_SPAN) / FINE_SPAN, "valid")
+    peaked = bool(smoothed.max() >= FINE_CONTRAST * max(smoothed.min(), 1.0))
     support = []  # the cells agreed on there and a fine step either side
     for k in (best - 1, best, best + 1):
         if 0 <= k < len(fine):
@@ -109,7 +116,7 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
             level = fine[best] + (k - best) * FINE_STEP
             cells = agreed(np.array([level]))[0]
         support.append(raster.points(level)[cells])
-    return SweptWall(normal, float(fine[best]), np.concatenate(support))
+    return SweptWall(normal, float(fine[best]), np.concatenate(support), peaked)
 
 
 def views_seeing(views: DepthViews, known_depth: np.ndarray, points: np.ndarray, min_points: int) -> int:
