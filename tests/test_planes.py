@@ -740,7 +740,8 @@ def test_a_front_the_collider_lacks_is_placed_where_the_photos_agree() -> None:
 def test_the_floor_runs_on_where_the_photos_agree_on_it_up_to_its_edge() -> None:
     """Past its last SfM points (here 3 m out each way) the floor behind the walk is seen only from across
     the room, 5.5-6.5 m off: it is carried on to within 35 cm of the walls' feet and never under them;
-    where the floor ends (at x = 3.2 m, nothing but the dark past it) it stops at its edge."""
+    where the floor ends (at x = 3.2 m, nothing but the dark past it) it stops at its edge; a side the
+    floor's own points set is left as it is."""
     from twinscan.meshing.floor import Floor, floor_slab
     from twinscan.meshing.floor_edges import STRIP, photographed_floor
     from twinscan.meshing.sweep import grey_images
@@ -755,13 +756,17 @@ def test_the_floor_runs_on_where_the_photos_agree_on_it_up_to_its_edge() -> None
         known = render_mesh_views(trimesh.util.concatenate([standing, floor_slab(floor, 0.05)]), BLANK_K, cameras,
                                   BLANK_W, BLANK_H).depth
         known = np.where(np.isfinite(known) & (known > 0), known, np.inf)
-        (west, south), (east, north) = photographed_floor(floor, photos, grey_images(photos), known).bounds_xy
+        (west, south), (east, north) = photographed_floor(floor, photos, grey_images(photos), known,
+                                                          np.ones((2, 2), bool)).bounds_xy
         for far_side in (-west, -south, north):
             assert wall_foot - 0.35 <= far_side <= wall_foot, (floor_to, far_side)
         if floor_to < ROOM:
             assert floor_to - STRIP <= east <= floor_to, east
         else:
             assert wall_foot - 0.35 <= east <= wall_foot, east
+    west_only = np.array([[True, False], [False, False]])  # where the floor's points set a side, it stays
+    carried = photographed_floor(floor, photos, grey_images(photos), known, west_only).bounds_xy
+    assert carried[0, 0] == west and (carried[:, 1] == floor.bounds_xy[:, 1]).all() and carried[1, 0] == 3.0
 
 
 def test_a_wall_the_photos_agree_on_at_every_offset_is_placed_by_its_sfm_points() -> None:

@@ -90,7 +90,9 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     else:
         if sfm_points is not None:
             floor = within_points(floor, sfm_points, cfg.floor_band)
-        floor = with_walkway(floor, views.world_from_cam, cfg.walkway_margin)
+        walked = with_walkway(floor, views.world_from_cam, cfg.walkway_margin)
+        beyond_points = walked.bounds_xy != floor.bounds_xy  # sides the walk, not the floor's points, set
+        floor = walked
         surface, below = cleanup.drop_below(surface, floor.height - cfg.floor_band)
         # what the fusion put beyond the captured floor is background the splats explained, not structure
         beyond = outside_footprint(surface, floor, 2 * voxel)
@@ -133,7 +135,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
         floor = extended
     if floor is not None and cfg.floor_photos:
         step_photos = time.time()
-        carried = _photographed(floor, collider, planes, views, cfg.floor_slab_thickness)
+        carried = _photographed(floor, beyond_points, collider, planes, views, cfg.floor_slab_thickness)
         figures.update(floor_photographed_m2=round(_rectangle_area(carried) - _rectangle_area(floor), 3))
         floor = carried
         seconds["floor_photos"] = time.time() - step_photos
@@ -196,15 +198,15 @@ def _fuse(views: DepthViews, cfg: MeshConfig, figures: dict[str, Any]) -> tuple[
     return raw, voxel, depth
 
 
-def _photographed(floor: Floor, collider: trimesh.Trimesh, planes: trimesh.Trimesh | None, views: DepthViews,
-                  slab_thickness: float) -> Floor:
-    """The floor carried on where the photos agree on it (meshing/floor_edges.py): past its last SfM points,
-    behind the walk, the floor is seen only from across the cell. What stands on it and the slab itself
-    hide it from the views."""
+def _photographed(floor: Floor, open_sides: np.ndarray, collider: trimesh.Trimesh, planes: trimesh.Trimesh | None,
+                  views: DepthViews, slab_thickness: float) -> Floor:
+    """The floor carried on past its `open_sides` where the photos agree on it (meshing/floor_edges.py):
+    past the walk's margin, behind the walk, the floor is seen only from across the cell. What stands on
+    it and the slab itself hide it from the views."""
     standing = [collider] if planes is None else [collider, planes]
     held = trimesh.util.concatenate([*standing, floor_slab(floor, slab_thickness)])
     known = mesh_depths(held, views.K, views.world_from_cam, views.size[1], views.size[0])
-    return photographed_floor(floor, views, grey_images(views), known)
+    return photographed_floor(floor, views, grey_images(views), known, open_sides)
 
 
 def _rectangle_area(floor: Floor) -> float:

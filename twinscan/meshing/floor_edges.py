@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from twinscan.meshing.floor import Floor
-from twinscan.meshing.sweep import CELL, MAX_VIEWS, agreeing
+from twinscan.meshing.sweep import CELL, MAX_VIEWS, WINDOW, agreeing
 from twinscan.meshing.views import DepthViews, spread
 
 STRIP = 0.10  # metres: the floor is carried on by strips this deep ...
@@ -30,19 +30,27 @@ MIN_CELLS_PER_METRE = 1.0  # ... and at least this many per metre of the side (h
 # seen 6-8 m off: 32-47 on 8.8 m; past the floor's edge, the dark: 0-2 at the floor's height, up to 12 below it)
 
 
-def photographed_floor(floor: Floor, views: DepthViews, grey: np.ndarray, known_depth: np.ndarray) -> Floor:
-    """`floor` with each side of its rectangle carried out over the strips the photos (`grey`, from
-    `sweep.grey_images`) agree on as floor, from the side on without a gap; `known_depth`: the collider and
-    the floor's slab in every view (what hides a level plane: the floor known hides what lies under it),
-    inf where there is none."""
+def photographed_floor(floor: Floor, views: DepthViews, grey: np.ndarray, known_depth: np.ndarray,
+                       open_sides: np.ndarray) -> Floor:
+    """`floor` with each of its `open_sides` ((2, 2): [min, max] x [x, y], True where the floor's extent
+    there is not its SfM points') carried out over the strips the photos (`grey`, from `sweep.grey_images`)
+    agree on as floor, from the side on without a gap; `known_depth`: the collider and the floor's slab in
+    every view (what hides a level plane: the floor known hides what lies under it), inf where there is none.
+
+    Where the SfM points reach a side they stop at the floor's edge (`floor.within_points`), and past an edge
+    the photos may still agree on z = 0: a far backdrop that only darkens with the view's elevation looks
+    the same from neighbouring views (the sample's border lap, 1-2 m from the floor's edge: 10-20 cm of
+    floor past it)."""
     chosen = spread(len(views), MAX_VIEWS)
     bounds = np.array(floor.bounds_xy, dtype=float)
     carried = bounds.copy()
     for axis in (0, 1):
         along = np.arange(bounds[0, 1 - axis], bounds[1, 1 - axis], CELL) + CELL / 2
         for end, outward in ((0, -1.0), (1, 1.0)):
+            if not open_sides[end, axis]:
+                continue
             side = _Side(bounds[end, axis], outward, axis, along)
-            carried[end, axis] += outward * _floor_strips(views, grey, known_depth, chosen, floor.height, side) * STRIP
+            carried[end, axis] += outward * _floor_reach(views, grey, known_depth, chosen, floor.height, side)
     return replace(floor, bounds_xy=carried)
 
 
@@ -54,9 +62,11 @@ class _Side:
     along: np.ndarray  # (A,) cell centres along the side
 
 
-def _floor_strips(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
-                  height: float, side: _Side) -> int:
-    """How many strips past the side, from it on without a gap, the photos agree on as a floor at `height`."""
+def _floor_reach(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
+                 height: float, side: _Side) -> float:
+    """How far past the side, from it on without a gap, the photos agree on a floor at `height` (metres).
+    A window reaching over the floor's edge still agrees on the floor it holds, so the strips agreed on
+    overshoot the edge by up to WINDOW cells: that much of them is left out."""
     beyond = np.arange(-INSIDE, REACH, CELL) + CELL / 2
     past = beyond > 0
     agreed = np.stack([_strips(agreeing(views, grey, known_depth, chosen,
@@ -66,7 +76,9 @@ def _floor_strips(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, 
     background = agreed[np.abs(HEIGHTS) >= OFF_FLOOR - 1e-9].max(axis=0)
     at_floor = agreed[int(np.argmin(np.abs(HEIGHTS)))]
     floor_like = (at_floor >= MIN_CELLS_PER_METRE * np.ptp(side.along)) & (at_floor >= CONTRAST * background)
-    return len(floor_like) if floor_like.all() else int(np.argmin(floor_like))
+    if floor_like.all():
+        return REACH
+    return max(int(np.argmin(floor_like)) * STRIP - WINDOW * CELL, 0.0)
 
 
 def _level_raster(out: np.ndarray, along: np.ndarray, axis: int, height: float) -> np.ndarray:
