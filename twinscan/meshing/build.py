@@ -133,7 +133,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
         extended = to_walls(floor, planar.walls)
         figures.update(floor_to_walls_m2=round(_rectangle_area(extended) - _rectangle_area(floor), 3))
         floor = extended
-    if floor is not None and cfg.floor_photos:
+    if floor is not None and cfg.floor_photos and beyond_points.any():
         step_photos = time.time()
         carried = _photographed(floor, beyond_points, collider, planes, views, cfg.floor_slab_thickness)
         figures.update(floor_photographed_m2=round(_rectangle_area(carried) - _rectangle_area(floor), 3))
