@@ -267,9 +267,9 @@ def _where_photos_agree(wall: _Wall | None, swept: list[SweptWall], sfm: np.ndar
     for other in swept:
         shift = other.level - wall.centre @ other.normal
         if other.normal @ wall.frame.normal >= facing and abs(shift) <= BEHIND_DEPTH:
-            pinning = sfm[np.abs((sfm - wall.centre) @ wall.frame.normal) <= band] @ other.normal
-            if not other.peaked and len(pinning) >= MIN_PINNING_POINTS:
-                shift = float(np.median(pinning)) - wall.centre @ other.normal
+            pinning = _near_plane(sfm, wall.frame.normal, wall.centre, band) if not other.peaked else None
+            if pinning is not None and len(pinning) >= MIN_PINNING_POINTS:
+                shift = float(np.median(pinning @ other.normal)) - wall.centre @ other.normal
             moved = shift / (other.normal @ wall.frame.normal) * wall.frame.normal
             return replace(wall, frame=replace(wall.frame, origin=wall.frame.origin + moved), centre=wall.centre + moved)
     return wall
@@ -303,8 +303,8 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
     if cells is None or not _nothing_behind(np.concatenate([points, sfm]), views.world_from_cam[:, :3, 3], cells,
                                             frame, cfg.cell):
         return None
-    on = np.abs((sfm - centre) @ frame.normal) <= SWEEP_PINNING_REACH
-    if raster_index(sfm[on], cells.shape, frame, cfg.cell)[2].sum() < SWEEP_PINNING:
+    on = _near_plane(sfm, frame.normal, centre, SWEEP_PINNING_REACH)
+    if raster_index(on, cells.shape, frame, cfg.cell)[2].sum() < SWEEP_PINNING:
         return None
     cells = _outside(collider, cells, frame, cfg)
     if not cells.any() or _layer_of_a_wall(parts, planes, cells, frame, cfg.cell):
@@ -460,7 +460,7 @@ def _pinned_top(sfm: np.ndarray, level: np.ndarray, centre: np.ndarray, band: fl
     upper part is seen by few views and its splats there render transparent, so the renders stop well
     below its top; its features still triangulate there (hard seed 5's east wall: renders to 1.2 m, SfM
     points to 1.9 m of 2 m)."""
-    on = sfm[np.abs((sfm - centre) @ level) <= band / 4]
+    on = _near_plane(sfm, level, centre, band / 4)
     return float(np.quantile(on[:, 2], PINNED_TOP)) if len(on) >= MIN_PINNING_POINTS else 0.0
 
 
@@ -474,10 +474,10 @@ def _wall_line(points: np.ndarray, sfm: np.ndarray, level: np.ndarray, centre: n
     near = np.abs((points - centre) @ level) <= band
     if near.sum() < 3:
         return level, None
-    pinned = sfm[np.abs((sfm - centre) @ level) <= band]
+    pinned = _near_plane(sfm, level, centre, band)
     if len(pinned) >= MIN_PINNING_POINTS:
         for reach in (band, band / 2, band / 4):  # each fit nearer the last: SfM floaters lean on it less
-            inliers = pinned[np.abs((pinned - centre) @ level) <= reach]
+            inliers = _near_plane(pinned, level, centre, reach)
             if len(inliers) < MIN_PINNING_POINTS:
                 break
             along = np.linalg.svd(inliers[:, :2] - inliers[:, :2].mean(axis=0), full_matrices=False)[2][0]
@@ -494,6 +494,11 @@ def _wall_line(points: np.ndarray, sfm: np.ndarray, level: np.ndarray, centre: n
         middle = points[layer].mean(axis=0)
         centre = middle + (np.median(offsets[layer]) - (middle - centre) @ level) * level
     return level, centre
+
+
+def _near_plane(points: np.ndarray, normal: np.ndarray, centre: np.ndarray, reach: float) -> np.ndarray:
+    """The points within `reach` of the plane through `centre` with unit `normal`."""
+    return points[np.abs((points - centre) @ normal) <= reach]
 
 
 def _densest_yaw(points: np.ndarray, level: np.ndarray, centre: np.ndarray, width: float) -> np.ndarray:

@@ -105,8 +105,9 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     fine = coarse[peak] + np.arange(-2 * COARSE_STEP, 2 * COARSE_STEP + 1e-9, FINE_STEP)
     fine_cells = agreed(fine)
     counts = np.array([cells.sum() for cells in fine_cells], float)
-    best = int(np.argmax(np.convolve(counts, np.ones(FINE_SPAN) / FINE_SPAN, "same")))
-    smoothed = np.convolve(counts, np.ones(FINE_SPAN) / FINE_SPAN, "valid")
+    kernel = np.ones(FINE_SPAN) / FINE_SPAN
+    best = int(np.argmax(np.convolve(counts, kernel, "same")))
+    smoothed = np.convolve(counts, kernel, "valid")
     peaked = bool(smoothed.max() >= FINE_CONTRAST * max(smoothed.min(), 1.0))
     support = []  # the cells agreed on there and a fine step either side
     for k in (best - 1, best, best + 1):
