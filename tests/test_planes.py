@@ -419,6 +419,30 @@ def test_a_glossy_panel_whose_splats_render_nothing_is_told_from_a_backdrop_by_t
     assert _flat_span(renders, filled, flat, *in_front, SPAN_HEIGHTS) == 0
 
 
+def test_a_flat_span_whose_backdrop_no_other_view_renders_there_is_no_panel() -> None:
+    """Hard seed 6: a span over open floor, seen only from across the cell (5.5-5.9 m off), looked flat
+    in the 7 views that saw it (the floor behind it far and smooth in their photos), and what they rendered
+    behind it were floaters no other view rendered there (11 % confirmed; the true panels' 63 and 89 %): a
+    2.2 m panel stood where nothing does. The room's walls behind the blank panel are confirmed; the same
+    backdrop rendered as floaters, but for a tenth of it, is not, and says nothing of a panel."""
+    from twinscan.meshing.panels import SPAN_HEIGHTS, _flat_span
+
+    cameras = blank_room_walk(24)
+    renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)
+    panel_depth = render_mesh_views(blank_room(with_panel=True), BLANK_K, cameras, BLANK_W, BLANK_H).depth
+    photos = blank_room_photos(blank_room(with_panel=True), cameras)
+    flat = flat_pixels(photos)
+    depth = np.where(renders.valid(0.5), renders.depth, 0.0)
+    rng = np.random.default_rng(0)
+    floaters = panel_depth + rng.uniform(0.3, 0.9, depth.shape) * (depth - panel_depth)
+    at_panel = np.all(photos.colour == PANEL_GREY, axis=-1) & (depth > 0)
+    unconfirmed = np.where(at_panel & (rng.random(depth.shape) < 0.9), floaters, depth)
+    (x0, x1), y, _ = BLANK_PANEL
+    span = np.array([x0, y]), np.array([x1, y])
+    assert _flat_span(renders, depth, flat, *span, SPAN_HEIGHTS) >= 12
+    assert _flat_span(renders, unconfirmed, flat, *span, SPAN_HEIGHTS) == 0
+
+
 def test_a_thin_panels_other_face_is_no_texture_behind_a_span() -> None:
     """Hard seed 5: a span running back from the plain panel's end, faced only by views behind the panel,
     showed its flat back face; the views in front rendered the front face, 4 cm off the back and so within
@@ -579,6 +603,28 @@ def test_two_walls_reconstructed_only_at_their_ends_are_not_joined_across_the_op
     assert not joined(0.6)
     (normal, centre, _), = _outermost_walls(points, cameras, 0.2, 30, 0.6)
     assert normal @ [0.0, -1.0, 0.0] > np.cos(np.radians(5.0)) and abs(centre[1] - 4.9) < 0.05
+
+
+def test_a_band_slanted_across_a_corner_takes_no_points_of_the_walls_placed_there() -> None:
+    """Hard seed 6: a band slanted across the corner where the east and north walls meet held the ends
+    of both (nothing was captured past them), 3.4 m apart, and a 4.1 m wall was closed across the corner
+    where nothing stands. Once the two walls are placed their points are theirs, and no other wall's."""
+    from twinscan.meshing.planes import PlaneConfig, _bounding_wall, _on_crossing_walls, _WallLine
+
+    rng = np.random.default_rng(2)
+    east = _far_wall_layer(rng, 500, 4.7, (-1.9, 2.75))
+    north = _far_wall_layer(rng, 500, 4.9, (-2.6, 2.0))[:, [1, 0, 2]]
+    points = np.vstack([east, north])
+    cameras = np.array([[x, y, 1.5] for x in (-2.0, 0.0, 2.0) for y in (-2.0, 0.0, 2.0)])
+    diagonal = np.array([-0.62, -0.79, 0.0]) / np.hypot(0.62, 0.79)
+    corner = np.array([3.53, 3.42, 0.5])
+    slanted = _bounding_wall(points, np.zeros((0, 3)), cameras, diagonal, corner, 0.2, PlaneConfig())
+    assert slanted is not None and slanted.frame.normal @ diagonal > 0.99, "the corner's band closes a wall"
+    placed = [_WallLine.of(np.array([-1.0, 0.0, 0.0]), east[:, :2]), _WallLine.of(np.array([0.0, -1.0, 0.0]), north[:, :2])]
+    theirs = _on_crossing_walls(points, diagonal, placed, 0.2)
+    assert _bounding_wall(points[~theirs], np.zeros((0, 3)), cameras, diagonal, corner, 0.2, PlaneConfig()) is None
+    for wall, normal in ((east, [-1.0, 0.0, 0.0]), (north, [0.0, -1.0, 0.0])):
+        assert not _on_crossing_walls(wall, np.array(normal), placed, 0.2).any()  # a wall keeps its own
 
 
 def test_a_far_wall_takes_its_yaw_from_the_sfm_points_on_it_or_else_from_its_densest_line():
@@ -772,18 +818,22 @@ def test_the_floor_runs_on_where_the_photos_agree_on_it_up_to_its_edge() -> None
 def test_a_wall_the_photos_agree_on_at_every_offset_is_placed_by_its_sfm_points() -> None:
     """A low wall seen from across the cell agrees in the photos only along its top edge, as much at every
     offset within its thickness: a flat sweep does not place it; its SfM points do when there are enough.
-    A peaked sweep places it whatever the points say."""
+    A peaked sweep places it whatever the points say. And the wall runs along itself as far as the photos
+    agree on it: its points found 1 m of it (4 columns of 0.25 m cells), the sweep 4 m."""
     from twinscan.meshing.patches import Frame
-    from twinscan.meshing.planes import MIN_PINNING_POINTS, _Wall, _where_photos_agree
+    from twinscan.meshing.planes import MIN_PINNING_POINTS, _placed, _Wall, _where_photos_agree
     from twinscan.meshing.sweep import SweptWall
 
     normal = np.array([0.0, -1.0, 0.0])  # the wall's face at y = 4.89 looks back at the cell
-    frame = Frame(np.array([-2.0, 4.97, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), normal)
+    frame = Frame(np.array([-0.5, 4.97, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), normal)
     wall = _Wall(np.ones((4, 4), bool), frame, np.array([0.0, 4.97, 0.6]), pinned_top=0.0)  # its layer: 8 cm behind
     rng = np.random.default_rng(0)
     edge = np.column_stack([rng.uniform(-2, 2, 15), rng.normal(4.89, 0.01, 15), rng.uniform(1.15, 1.2, 15)])
+    agreed = np.column_stack([np.linspace(-1.99, 1.99, 200), np.full(200, 4.93), np.full(200, 1.17)])
     for peaked, points, face in ((False, edge, 4.89), (True, edge, 4.93),
                                  (False, edge[:MIN_PINNING_POINTS - 1], 4.93)):
-        swept = SweptWall(normal, level=-4.93, support=np.zeros((0, 3)), peaked=peaked)
-        placed = _where_photos_agree(wall, [swept], points, band=0.19)
+        swept = _placed(SweptWall(normal, level=-4.93, support=agreed, peaked=peaked), points, band=0.19)
+        placed = _where_photos_agree(wall, [swept], cell=0.25)
         assert abs(placed.centre[1] - face) <= 0.005 and abs(placed.frame.origin[1] - face) <= 0.005, (peaked, placed.centre)
+        assert placed.cells.shape == (16, 4) and placed.cells.all(), placed.cells.shape
+        assert abs(placed.frame.origin[0] + 2.0) <= 1e-9, placed.frame.origin

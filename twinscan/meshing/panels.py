@@ -44,10 +44,13 @@ FLAT_VIEWS = 0.8  # ... and a panel needs this share of the views that see its s
 MIN_PANEL_VIEWS = 5
 MIN_VIEW_ANGLE_DEG = 20.0  # views looking along a span closer than this to its plane say nothing of it
 KNOWN_BEHIND = 0.2  # and this share of its samples must have a surface known behind them (else nothing says
-TEXTURED_BEHIND = 0.5  # it is not a plain backdrop), of which this share of those another view confirms some
-# view sees textured past it.
+CONFIRMED_BEHIND = 0.3  # it is not a plain backdrop), this share of which another view renders there too,
+TEXTURED_BEHIND = 0.5  # and this share of those confirmed some view sees textured past it.
 # Measured with the known surface filling what the renders lack: true panels 28-45 % of their samples, a
-# span seen only through a red guard in front of it 14 % (hard cell seed 0, 2026-12-04)
+# span seen only through a red guard in front of it 14 % (hard cell seed 0, 2026-12-04). Confirmed: hard
+# seed 6's true panels 89 and 63 % of what is known behind them; a span over open floor seen only by 7
+# views from across the cell, 5.5-5.9 m off (the floor behind it far and smooth in their photos, its
+# renders there scattered floaters), 11 % (2026-12-05)
 KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business, not a panel's ...
 # ... when it stands there at this share of the probed heights. Fusion keeps fragments of a panel where its
 # edge meets textured ground or a neighbour (hard seed 4: the plain panel's foot, 0.1-0.24 m, and 27 cm of
@@ -356,7 +359,7 @@ def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.nda
         return 0
     behind, confirmed, textured = np.array([_textured_behind(views, depth, flat, n, row, col, a, b)
                                             for n, (row, col) in pixels.items()]).sum(axis=0)
-    if behind < KNOWN_BEHIND * sum(len(row) for row, _ in pixels.values()) or not confirmed \
+    if behind < KNOWN_BEHIND * sum(len(row) for row, _ in pixels.values()) or confirmed < CONFIRMED_BEHIND * behind \
             or textured < TEXTURED_BEHIND * confirmed:
         return 0
     return len(pixels)

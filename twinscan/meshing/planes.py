@@ -147,8 +147,11 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
     grey = grey_images(views)  # the photos the sweeps compare
     known = _known_depth(views, collider) if cfg.sweep and outermost else None
-    swept = _swept_walls(views, grey, known, outermost) if known is not None else []
+    swept = [_placed(wall, sfm, BAND_WIDTHS * 2 * distance) for wall in _swept_walls(views, grey, known, outermost)] \
+        if known is not None else []
     parts, planes, walls = [], [], []
+    # the walls placed so far: a point on one wall supports no other (its swept walls, then those accepted)
+    placed = [_WallLine.of(wall.normal, wall.support[:, :2]) for wall in swept]
     ghosts = np.zeros(len(collider.faces), bool)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
     for normal, centre, support in candidates:
@@ -157,9 +160,12 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         normal, centre = _refit(rendered, normal, centre, distance, cfg.normal_agreement_deg)
         if normal[2] > 0.5 and centre[2] < cfg.min_height:
             continue  # the floor's business
-        wall = _bounding_wall(points, sfm, cameras, normal, centre, BAND_WIDTHS * 2 * distance, cfg) \
-            if abs(normal[2]) <= 0.5 else None
-        wall = _where_photos_agree(wall, swept, sfm, BAND_WIDTHS * 2 * distance)
+        wall = None
+        if abs(normal[2]) <= 0.5:
+            band = BAND_WIDTHS * 2 * distance
+            mine, mine_sfm = (~_on_crossing_walls(pts, normal, placed, band) for pts in (points, sfm))
+            wall = _bounding_wall(points[mine], sfm[mine_sfm], cameras, normal, centre, band, cfg)
+        wall = _where_photos_agree(wall, swept, cfg.cell)
         if wall is not None:
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg,
                                                    keep_below=wall.pinned_top)
@@ -199,6 +205,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
         if wall is not None:
             walls.append(np.asarray(patch.vertices)[:, :2])
+            placed.append(_WallLine.of(normal, walls[-1]))
     swept_added = 0
     for wall in swept:
         added = _swept_patch(wall, views, known, points, sfm, collider, parts, planes, cfg)
@@ -253,26 +260,52 @@ def _swept_walls(views: DepthViews, grey: np.ndarray, known: np.ndarray,
     return found
 
 
-def _where_photos_agree(wall: _Wall | None, swept: list[SweptWall], sfm: np.ndarray, band: float) -> _Wall | None:
-    """The wall moved onto the swept wall facing its way within BEHIND_DEPTH of it, if any. Placed by
-    its points, a wall seen only from across the cell lies where its fused layer does, biased towards the
-    views (hard seed 4's low wall: 7.4 cm in front of its face; where the photos agree, 1.8 cm). Where the
-    sweep lies flat about its level (a low wall's photos agree only along its top edge, at every offset
-    within its thickness), the SfM points within `band` of the wall place it, MIN_PINNING_POINTS or more
-    (hard seed 3's low wall: its layer's points 8.0 cm behind its face, the flat sweep 4.1 cm, the median
-    of its 15 SfM points, on that edge, 0.5 cm)."""
+def _where_photos_agree(wall: _Wall | None, swept: list[SweptWall], cell: float) -> _Wall | None:
+    """The wall moved onto the swept wall facing its way within BEHIND_DEPTH of it, if any (`_placed`),
+    and run along itself as far as the photos agree on it (`_run_along`). Placed by its points, a wall seen
+    only from across the cell lies where its fused layer does, biased towards the views (hard seed 4's low
+    wall: 7.4 cm in front of its face; where the photos agree, 1.8 cm)."""
     if wall is None:
         return None
     facing = np.cos(np.radians(LAYER_TURN_DEG))
     for other in swept:
         shift = other.level - wall.centre @ other.normal
         if other.normal @ wall.frame.normal >= facing and abs(shift) <= BEHIND_DEPTH:
-            pinning = _near_plane(sfm, wall.frame.normal, wall.centre, band) if not other.peaked else None
-            if pinning is not None and len(pinning) >= MIN_PINNING_POINTS:
-                shift = float(np.median(pinning @ other.normal)) - wall.centre @ other.normal
             moved = shift / (other.normal @ wall.frame.normal) * wall.frame.normal
-            return replace(wall, frame=replace(wall.frame, origin=wall.frame.origin + moved), centre=wall.centre + moved)
+            wall = replace(wall, frame=replace(wall.frame, origin=wall.frame.origin + moved), centre=wall.centre + moved)
+            return _run_along(wall, other.support, cell)
     return wall
+
+
+def _run_along(wall: _Wall, support: np.ndarray, cell: float) -> _Wall:
+    """The wall's rectangle carried along itself (at its height) over the columns the swept wall's
+    `support` spans (its WALL_STRAY_SHARE quantiles). The points place a wall seen from across the cell
+    where they reach, the photos wherever they agree on it between the machines: hard seed 6's east wall,
+    5 m long, ran 3.45 m by its points and 4.95 m by its sweep; the rest of its rectangle the views judge
+    as before (carved where they looked through, trimmed where they stop rendering it)."""
+    columns = (support - wall.frame.origin) @ wall.frame.u / cell
+    low, high = np.floor(np.quantile(columns, [WALL_STRAY_SHARE, 1 - WALL_STRAY_SHARE])).astype(np.int64)
+    first, count = min(int(low), 0), wall.cells.shape[0]
+    cells = np.zeros((max(int(high) + 1, count) - first, wall.cells.shape[1]), bool)
+    cells[low - first:high + 1 - first] = wall.cells.any(axis=0)
+    cells[-first:count - first] |= wall.cells
+    return replace(wall, cells=cells, frame=replace(wall.frame, origin=wall.frame.origin + first * cell * wall.frame.u))
+
+
+def _placed(wall: SweptWall, sfm: np.ndarray, band: float) -> SweptWall:
+    """The swept wall, moved to the median of the SfM points within `band` of it (MIN_PINNING_POINTS or
+    more) where its sweep lies flat about its level: a low wall's photos agree only along its top edge, as
+    much at every offset within its thickness. Hard seed 3's low wall: its layer's points 8.0 cm behind its
+    face, the flat sweep 4.1 cm, the median of its 15 SfM points, on that edge, 0.5 cm; hard seed 6's,
+    swept alone (no wall found by its points): the sweep 5.0 cm in front of its face, its 13 SfM points
+    0.8 cm."""
+    if wall.peaked:
+        return wall
+    pinning = _near_plane(sfm, wall.normal, wall.level * wall.normal, band)
+    if len(pinning) < MIN_PINNING_POINTS:
+        return wall
+    level = float(np.median(pinning @ wall.normal))
+    return replace(wall, level=level, support=wall.support + (level - wall.level) * wall.normal)
 
 
 def _known_depth(views: DepthViews, collider: trimesh.Trimesh) -> np.ndarray:
@@ -432,6 +465,41 @@ class _Wall:
     frame: Frame  # its normal level
     centre: np.ndarray  # the middle of its support
     pinned_top: float  # metres: the wall stands at least this high (its SfM points reach it; 0 without them)
+
+
+@dataclass(frozen=True)
+class _WallLine:
+    """A placed wall's line in plan: its level normal's offset, and how far it runs along itself."""
+
+    level: np.ndarray  # (2,) unit plan normal
+    offset: float  # metres: plan points p on the wall have p . level = offset
+    ends: tuple[float, float]  # metres along (-level[1], level[0]): where it starts and ends
+
+    @staticmethod
+    def of(normal: np.ndarray, plan: np.ndarray) -> "_WallLine":
+        """The line of the wall facing `normal` through its plan points (its support, or its patch's
+        corners): their median offset, their WALL_STRAY_SHARE quantiles along it."""
+        level = normal[:2] / np.linalg.norm(normal[:2])
+        along = plan @ np.array([-level[1], level[0]])
+        low, high = np.quantile(along, [WALL_STRAY_SHARE, 1 - WALL_STRAY_SHARE])
+        return _WallLine(level, float(np.median(plan @ level)), (float(low), float(high)))
+
+
+def _on_crossing_walls(points: np.ndarray, normal: np.ndarray, placed: list[_WallLine], band: float) -> np.ndarray:
+    """Whether each point lies within `band` of a placed wall turned more than LAYER_TURN_DEG from `normal`
+    (within its run, and `band` past its ends). Where two walls meet, a band on a slant across the corner
+    holds both walls' ends, and a wall voted for by position there bridged them: hard seed 6's low wall's
+    top edge (0.6 m of it) and the east wall's foot, 3.4 m apart, made a 4.1 m wall across the corner,
+    35-62 cm from anything, from 48 points (the true walls: 281-735 a metre). A point is one wall's."""
+    claimed = np.zeros(len(points), bool)
+    level = normal[:2] / np.linalg.norm(normal[:2])
+    for line in placed:
+        if abs(line.level @ level) >= np.cos(np.radians(LAYER_TURN_DEG)):
+            continue  # the same wall (a layer of it), or one parallel to it
+        along = points[:, :2] @ np.array([-line.level[1], line.level[0]])
+        claimed |= (np.abs(points[:, :2] @ line.level - line.offset) <= band) \
+            & (along >= line.ends[0] - band) & (along <= line.ends[1] + band)
+    return claimed
 
 
 def _bounding_wall(points: np.ndarray, sfm: np.ndarray, cameras: np.ndarray, normal: np.ndarray,
