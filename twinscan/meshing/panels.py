@@ -44,13 +44,17 @@ FLAT_VIEWS = 0.8  # ... and a panel needs this share of the views that see its s
 MIN_PANEL_VIEWS = 5
 MIN_VIEW_ANGLE_DEG = 20.0  # views looking along a span closer than this to its plane say nothing of it
 KNOWN_BEHIND = 0.2  # and this share of its samples must have a surface known behind them (else nothing says
-CONFIRMED_BEHIND = 0.3  # it is not a plain backdrop), this share of which another view renders there too,
-TEXTURED_BEHIND = 0.5  # and this share of those confirmed some view sees textured past it.
+TEXTURED_BEHIND = 0.5  # it is not a plain backdrop), of which this share of those another view confirms some
+# view sees textured past it.
 # Measured with the known surface filling what the renders lack: true panels 28-45 % of their samples, a
-# span seen only through a red guard in front of it 14 % (hard cell seed 0, 2026-12-04). Confirmed: hard
-# seed 6's true panels 89 and 63 % of what is known behind them; a span over open floor seen only by 7
-# views from across the cell, 5.5-5.9 m off (the floor behind it far and smooth in their photos, its
-# renders there scattered floaters), 11 % (2026-12-05)
+# span seen only through a red guard in front of it 14 % (hard cell seed 0, 2026-12-04)
+# And one view at least must see the span flat before a backdrop another view renders there too, for this
+# share of its samples: a panel hides what stands behind it from some view. Hard seed 6: a span over open
+# floor, seen only by 7 views from across the cell (5.5-5.9 m) through an open corner, its backdrop the
+# dark past the corner and far floor whose renders there are floaters: at best 6 % of a view's samples;
+# the true panels of seeds 2, 3 and 6, at best 77-97 % (seed 3's plain panel: one view of its six, 87 %;
+# the other five see it from across the cell before a far wall no other view renders there), 2026-12-05
+CONFIRMED_VIEW = 0.4
 KNOWN_REACH = 0.10  # metres: plan cells this near the collider are its business, not a panel's ...
 # ... when it stands there at this share of the probed heights. Fusion keeps fragments of a panel where its
 # edge meets textured ground or a neighbour (hard seed 4: the plain panel's foot, 0.1-0.24 m, and 27 cm of
@@ -345,7 +349,8 @@ def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.nda
                heights: np.ndarray) -> int:
     """How many views see the span between plan points a and b at `heights` flat, when enough of them
     do (FLAT_VIEWS of those that see it) and surfaces are known behind it that show texture to the
-    views that look past it (`_textured_behind`); else 0."""
+    views that look past it (`_textured_behind`), in one view at least for CONFIRMED_VIEW of its
+    samples; else 0."""
     points = _span_points(a, b, heights)
     pixels = {}
     normal = np.array([a[1] - b[1], b[0] - a[0]]) / np.linalg.norm(b - a)
@@ -357,10 +362,11 @@ def _flat_span(views: DepthViews, depth: np.ndarray, flat: np.ndarray, a: np.nda
     flat_views = sum(flat[n, row, col].mean() >= FLAT_VIEW_SHARE for n, (row, col) in pixels.items())
     if len(pixels) < MIN_PANEL_VIEWS or flat_views < FLAT_VIEWS * len(pixels):
         return 0
-    behind, confirmed, textured = np.array([_textured_behind(views, depth, flat, n, row, col, a, b)
-                                            for n, (row, col) in pixels.items()]).sum(axis=0)
-    if behind < KNOWN_BEHIND * sum(len(row) for row, _ in pixels.values()) or confirmed < CONFIRMED_BEHIND * behind \
-            or textured < TEXTURED_BEHIND * confirmed:
+    behind = np.array([_textured_behind(views, depth, flat, n, row, col, a, b) for n, (row, col) in pixels.items()])
+    samples = np.array([len(row) for row, _ in pixels.values()])
+    known, confirmed, textured = behind.sum(axis=0)
+    if known < KNOWN_BEHIND * samples.sum() or textured < TEXTURED_BEHIND * confirmed \
+            or (behind[:, 1] / samples).max() < CONFIRMED_VIEW:
         return 0
     return len(pixels)
 
