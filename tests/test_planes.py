@@ -543,6 +543,24 @@ def test_a_textured_wall_seen_only_from_across_the_room_is_placed_by_where_the_p
         assert np.quantile(along, 0.01) < -ROOM + 1.5 and np.quantile(along, 0.99) > ROOM - 1.5
 
 
+def test_a_swept_wall_is_placed_where_its_columns_agree_not_where_the_most_cells_do() -> None:
+    """Each of a far wall's columns agrees on a few cells over a broad peak, most at its face (5 cells there,
+    4 on each of the three planes in front); a wall's end against the dark past it, seen from one side,
+    agrees along the views' rays: two columns at each of four planes in front of the face, 55 cells each.
+    The plane where the most cells agree in all lies in front of the face; the columns' median, each
+    weighted by its own most, is the face."""
+    from twinscan.meshing.sweep import _column_median
+
+    planes, columns, heights, face = 33, 120, 60, 20
+    cells = np.zeros((planes, columns, heights), bool)
+    cells[face, :100, :5] = True
+    cells[face - 3:face, :100, 5:9] = True
+    for k, plane in enumerate(range(face - 6, face - 2)):
+        cells[plane, 100 + 2 * k:102 + 2 * k, :55] = True
+    assert int(np.argmax(cells.sum(axis=(1, 2)))) < face  # all the cells together: in front of the face
+    assert _column_median(cells) == face
+
+
 def test_a_room_without_a_blank_panel_gets_none() -> None:
     cameras = blank_room_walk(24)
     renders = render_mesh_views(blank_room(with_panel=False), BLANK_K, cameras, BLANK_W, BLANK_H)

@@ -128,6 +128,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     """Patches for the planar structure `collider` misses, found on the cleaned fused `surface`
     (before anything was cut as background) and the SfM points (twin frame, z = 0 the floor)."""
     distance = cfg.distance_voxels * voxel
+    band = BAND_WIDTHS * 2 * distance  # the reach of a wall voted for by position, or placed by its SfM points
     rendered, rendered_normals = _rendered_points(views, RENDER_STRIDE)
     # the fused surface and what the views rendered, one sample per cell: the renders keep a glossy
     # front that fusion lost to its reflections, the fusion a wall that few renders show whole
@@ -141,13 +142,13 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     candidates = _find_planes(points, normals, distance, min_support, cfg)
     cameras = views.world_from_cam[:, :3, 3]
     # a wall stands above the floor's fringe (what the fusion leaves at the floor's edge)
-    outermost = _outermost_walls(points[points[:, 2] >= cfg.min_height], cameras, BAND_WIDTHS * 2 * distance,
+    outermost = _outermost_walls(points[points[:, 2] >= cfg.min_height], cameras, band,
                                  min_support, cfg.bridge)
     candidates += outermost
     candidates += _upright_by_position(points, sfm, cameras, distance, min_support, cfg)
     grey = grey_images(views)  # the photos the sweeps compare
     known = _known_depth(views, collider) if cfg.sweep and outermost else None
-    swept = [_placed(wall, sfm, BAND_WIDTHS * 2 * distance) for wall in _swept_walls(views, grey, known, outermost)] \
+    swept = [_placed(wall, sfm, band) for wall in _swept_walls(views, grey, known, outermost)] \
         if known is not None else []
     parts, planes, walls = [], [], []
     # the walls placed so far: a point on one wall supports no other (its swept walls, then those accepted)
@@ -162,7 +163,6 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             continue  # the floor's business
         wall = None
         if abs(normal[2]) <= 0.5:
-            band = BAND_WIDTHS * 2 * distance
             mine, mine_sfm = (~_on_crossing_walls(pts, normal, placed, band) for pts in (points, sfm))
             wall = _bounding_wall(points[mine], sfm[mine_sfm], cameras, normal, centre, band, cfg)
         wall = _where_photos_agree(wall, swept, cfg.cell)
