@@ -103,12 +103,14 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
         return None
     fine = coarse[peak] + np.arange(-FINE_REACH, FINE_REACH + 1e-9, FINE_STEP)
     fine_cells = np.array(agreed(fine))
-    best = _column_median(fine_cells)
-    # the cell count over the middle half of the fine sweep, smoothed over FINE_SPAN (it varies by +-10 %
-    # from one centimetre to the next: hard seed 1's east wall)
-    middle = np.abs(fine - coarse[peak]) <= FINE_REACH / 2 + 1e-9
-    smoothed = np.convolve(fine_cells[middle].sum(axis=(1, 2)), np.ones(FINE_SPAN) / FINE_SPAN, "valid")
-    peaked = bool(smoothed.max() >= FINE_CONTRAST * max(smoothed.min(), 1.0))
+    # the cell count smoothed over FINE_SPAN (it varies by +-10 % from one centimetre to the next: hard
+    # seed 1's east wall), its contrast over the middle half of the fine sweep
+    counts = np.convolve(fine_cells.sum(axis=(1, 2)), np.ones(FINE_SPAN) / FINE_SPAN, "same")
+    middle = np.flatnonzero(np.abs(fine - coarse[peak]) <= FINE_REACH / 2 + 1e-9)[FINE_SPAN // 2:-(FINE_SPAN // 2)]
+    peaked = bool(counts[middle].max() >= FINE_CONTRAST * max(counts[middle].min(), 1.0))
+    # a flat sweep places nothing (planes._placed does, by the SfM points): its support is where the most
+    # cells agree
+    best = _column_median(fine_cells) if peaked else int(middle[np.argmax(counts[middle])])
     support = []  # the cells agreed on there and a fine step either side
     for k in (best - 1, best, best + 1):
         if 0 <= k < len(fine):
