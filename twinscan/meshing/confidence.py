@@ -45,9 +45,7 @@ class FaceConfidence:
         def share(mask: np.ndarray) -> float:
             return round(float(areas[mask].sum()) / total, 4) if total > 0 else 0.0
 
-        order = np.argsort(self.confidence)
-        cumulative = np.cumsum(areas[order])
-        median = float(self.confidence[order][np.searchsorted(cumulative, total / 2)]) if total > 0 else 0.0
+        median = float(np.quantile(self.confidence, 0.5, weights=areas, method="inverted_cdf")) if total > 0 else 0.0
         return {"median": round(median, 3), "uncertain_share": share(uncertain),
                 "uncertain_m2": round(float(areas[uncertain].sum()), 3), "few_views_share": share(few),
                 "grazing_share": share(grazing), "far_share": share(far)}

@@ -106,7 +106,8 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     # the cell count smoothed over FINE_SPAN (it varies by +-10 % from one centimetre to the next: hard
     # seed 1's east wall), its contrast over the middle half of the fine sweep
     counts = np.convolve(fine_cells.sum(axis=(1, 2)), np.ones(FINE_SPAN) / FINE_SPAN, "same")
-    middle = np.flatnonzero(np.abs(fine - coarse[peak]) <= FINE_REACH / 2 + 1e-9)[FINE_SPAN // 2:-(FINE_SPAN // 2)]
+    half = np.flatnonzero(np.abs(fine - coarse[peak]) <= FINE_REACH / 2 + 1e-9)
+    middle = half[FINE_SPAN // 2:len(half) - FINE_SPAN // 2]
     peaked = bool(counts[middle].max() >= FINE_CONTRAST * max(counts[middle].min(), 1.0))
     # a flat sweep places nothing (planes._placed does, by the SfM points): its support is where the most
     # cells agree
@@ -132,9 +133,7 @@ def _column_median(cells: np.ndarray) -> int:
     7's east wall: 4.8 cm by the columns)."""
     per_column = cells.sum(axis=2)  # (F, A)
     plane, weight = np.argmax(per_column, axis=0), per_column.max(axis=0)
-    order = np.argsort(plane, kind="stable")
-    cumulative = np.cumsum(weight[order])
-    return int(plane[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
+    return int(np.quantile(plane, 0.5, weights=weight, method="inverted_cdf"))
 
 
 def views_seeing(views: DepthViews, known_depth: np.ndarray, points: np.ndarray, min_points: int) -> int:
