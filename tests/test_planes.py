@@ -249,6 +249,30 @@ def test_a_patch_loses_the_cells_inside_a_machine_the_collider_holds() -> None:
         assert np.array_equal(kept, depth_inside <= INSIDE_DEPTH), y  # on the face (y = -0.5): all kept
 
 
+def test_a_machine_front_found_twice_adds_one_patch_but_a_recessed_face_beside_it_is_its_own() -> None:
+    from twinscan.meshing.patches import Frame, cells_mesh
+    from twinscan.meshing.planes import LAYER_DEPTH, Plane, _second_layer
+
+    cfg = PlaneConfig()
+    facing = np.array([0.0, -1.0, 0.0])
+
+    def patch_at(y: float, x_from: float, width: float, height: float = 1.6) -> tuple[np.ndarray, Frame]:
+        frame = Frame(origin=np.array([x_from, y, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+                      normal=facing)
+        return np.ones((round(width / cfg.cell), round(height / cfg.cell)), bool), frame
+
+    cells, frame = patch_at(1.35, -1.5, 1.2)  # the front added first: 1.2 m wide, x from -1.5 m
+    front = cells_mesh(cells, frame, cfg.cell)
+    planes = [Plane(facing, np.array([-0.9, 1.35, 0.8]), support=500, views=20, area=float(front.area))]
+    # the same front 4.4 cm behind, its hull bridging 0.5 m on past the machine's end (hard seeds 1 and 7)
+    assert _second_layer([front], planes, *patch_at(1.394, -1.5, 1.7), cfg.cell, LAYER_DEPTH)
+    # a machine beside it, its face 15 cm further back: a surface of its own, though it faces the same way
+    assert not _second_layer([front], planes, *patch_at(1.50, -0.3, 0.8), cfg.cell, LAYER_DEPTH)
+    # the second layer of a front facing the other way is no layer of this one
+    turned = [Plane(-facing, planes[0].centre, 500, 20, planes[0].area)]
+    assert not _second_layer([front], turned, *patch_at(1.394, -1.5, 1.7), cfg.cell, LAYER_DEPTH)
+
+
 def test_lines_voted_across_the_plan_leave_a_far_wall_its_support() -> None:
     from twinscan.meshing.planes import _upright_by_position
 

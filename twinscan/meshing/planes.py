@@ -77,6 +77,7 @@ OUTER_STEPS = 4  # the outermost band is sought in steps of this share of its wi
 OUTER_PAST_SHARE = 0.05  # ... with at most this share of its count captured past it
 OUTER_MAX_WALLS = 8
 LAYER_TURN_DEG = 10.0  # a patch facing within this of a wall's normal may hold the wall's front layer
+LAYER_DEPTH = 0.10  # metres: a footprint this near a patch facing its way is that surface's second layer
 TOP_SHARE = 0.5  # a wall's top rows rendered less than this share as often as the rows below are floaters
 TOP_ROWS = 4  # ... the rows below: this many; and any rendered by fewer than TOP_NONE views per cell
 TOP_NONE = 0.25
@@ -170,7 +171,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             cells, seen_by, _, unblocked = _judged(wall.cells, wall.frame, views, depth, distance, cfg,
                                                    keep_below=wall.pinned_top)
             cells = _outside(collider, cells, wall.frame, cfg)
-            if _layer_of_a_wall(parts, planes, cells, wall.frame, cfg.cell):
+            if _second_layer(parts, planes, cells, wall.frame, cfg.cell, BEHIND_DEPTH):
                 continue
             covered = _held_share(collider, parts, cells, wall.frame, cfg)
             # nothing stands behind it: what most views show in front of it (the machines before the wall)
@@ -188,7 +189,8 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
                 continue
             cells, seen_by, share, _ = _judged(cells, frame, views, depth, distance, cfg)
             cells = _outside(collider, cells, frame, cfg)
-            if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
+            if not cells.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing \
+                    or _second_layer(parts, planes, cells, frame, cfg.cell, LAYER_DEPTH):
                 continue
             covered = _held_share(collider, parts, cells, frame, cfg)
             # where the collider holds none of it (a wall seen only from across the cell, behind machines),
@@ -340,7 +342,7 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
     if raster_index(on, cells.shape, frame, cfg.cell)[2].sum() < SWEEP_PINNING:
         return None
     cells = _outside(collider, cells, frame, cfg)
-    if not cells.any() or _layer_of_a_wall(parts, planes, cells, frame, cfg.cell):
+    if not cells.any() or _second_layer(parts, planes, cells, frame, cfg.cell, BEHIND_DEPTH):
         return None
     seen = views_seeing(views, known, support, MIN_CELLS_SEEN)
     if cells.any(axis=1).sum() * cfg.cell < MIN_WALL_LENGTH or seen < MIN_WALL_VIEWS \
@@ -393,17 +395,19 @@ def _top_row(rendered: np.ndarray) -> int:
     return top
 
 
-def _layer_of_a_wall(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.ndarray, frame: Frame,
-                     cell: float) -> bool:
-    """Whether most of the wall's cells lie within BEHIND_DEPTH of a patch added before, facing the same
-    way: the back of a wall already closed (seen only from across the cell, a wall renders and fuses as
-    a layer 20-40 cm thick, and the position vote may find its back as a plane of its own)."""
+def _second_layer(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.ndarray, frame: Frame,
+                  cell: float, depth: float) -> bool:
+    """Whether most of the patch's cells lie within `depth` of a patch added before, facing the same way:
+    one surface found twice. Seen only from across the cell, a wall renders and fuses as a layer 20-40 cm
+    thick, and the position vote may find its back as a plane of its own (BEHIND_DEPTH); a machine's
+    front fuses a few centimetres thick, and the support's planes find it twice, 4.4 cm apart on hard
+    seeds 1 and 7, the second hull bridging on across the machine beside it (LAYER_DEPTH)."""
     facing = np.cos(np.radians(LAYER_TURN_DEG))
     same = [part for part, plane in zip(parts, planes) if plane.normal @ frame.normal >= facing]
     kept = cells.ravel()
     if not same or not kept.any():
         return False
-    return _covered_share(trimesh.util.concatenate(same), _cell_centres(cells, frame, cell)[kept], BEHIND_DEPTH) > 0.5
+    return _covered_share(trimesh.util.concatenate(same), _cell_centres(cells, frame, cell)[kept], depth) > 0.5
 
 
 def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: Frame, cfg: PlaneConfig) -> np.ndarray:

@@ -102,13 +102,17 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     if peak == 0 or not len(beyond) or columns[peak] < MIN_COLUMNS or columns[peak] < PEAK_CONTRAST * np.median(beyond):
         return None
     fine = coarse[peak] + np.arange(-FINE_REACH, FINE_REACH + 1e-9, FINE_STEP)
-    fine_cells = np.array(agreed(fine))
+    inner = np.abs(fine - coarse[peak]) <= FINE_REACH / 2 + 1e-9  # the middle half of the fine sweep
+    fine_cells = np.zeros((len(fine), len(along), len(HEIGHTS)), bool)
+    fine_cells[inner] = agreed(fine[inner])
     # the cell count smoothed over FINE_SPAN (it varies by +-10 % from one centimetre to the next: hard
-    # seed 1's east wall), its contrast over the middle half of the fine sweep
+    # seed 1's east wall), its contrast over the middle half, whose smoothing reaches no plane past it
     counts = np.convolve(fine_cells.sum(axis=(1, 2)), np.ones(FINE_SPAN) / FINE_SPAN, "same")
-    half = np.flatnonzero(np.abs(fine - coarse[peak]) <= FINE_REACH / 2 + 1e-9)
+    half = np.flatnonzero(inner)
     middle = half[FINE_SPAN // 2:len(half) - FINE_SPAN // 2]
     peaked = bool(counts[middle].max() >= FINE_CONTRAST * max(counts[middle].min(), 1.0))
+    if peaked:  # only the columns' median needs the outer planes
+        fine_cells[~inner] = agreed(fine[~inner])
     # a flat sweep places nothing (planes._placed does, by the SfM points): its support is where the most
     # cells agree
     best = _column_median(fine_cells) if peaked else int(middle[np.argmax(counts[middle])])
