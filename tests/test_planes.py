@@ -264,7 +264,7 @@ def test_a_machine_front_found_twice_adds_one_patch_but_a_recessed_face_beside_i
     cells, frame = patch_at(1.35, -1.5, 1.2)  # the front added first: 1.2 m wide, x from -1.5 m
     front = cells_mesh(cells, frame, cfg.cell)
     planes = [Plane(facing, np.array([-0.9, 1.35, 0.8]), support=500, views=20, area=float(front.area))]
-    # the same front 4.4 cm behind, its hull bridging 0.5 m on past the machine's end (hard seeds 1 and 7)
+    # the same front 4.4 cm behind, its hull bridging 0.5 m on past the machine's end (hard seed 7)
     assert _second_layer([front], planes, *patch_at(1.394, -1.5, 1.7), cfg.cell, LAYER_DEPTH)
     # a machine beside it, its face 15 cm further back: a surface of its own, though it faces the same way
     assert not _second_layer([front], planes, *patch_at(1.50, -0.3, 0.8), cfg.cell, LAYER_DEPTH)

@@ -76,7 +76,7 @@ MIN_CELLS_SEEN = 4  # a view supports a patch when it renders at least this many
 OUTER_STEPS = 4  # the outermost band is sought in steps of this share of its width
 OUTER_PAST_SHARE = 0.05  # ... with at most this share of its count captured past it
 OUTER_MAX_WALLS = 8
-LAYER_TURN_DEG = 10.0  # a patch facing within this of a wall's normal may hold the wall's front layer
+LAYER_TURN_DEG = 10.0  # degrees: walls and patches turned less than this from each other face the same way
 LAYER_DEPTH = 0.10  # metres: a footprint this near a patch facing its way is that surface's second layer
 TOP_SHARE = 0.5  # a wall's top rows rendered less than this share as often as the rows below are floaters
 TOP_ROWS = 4  # ... the rows below: this many; and any rendered by fewer than TOP_NONE views per cell
@@ -400,8 +400,9 @@ def _second_layer(parts: list[trimesh.Trimesh], planes: list[Plane], cells: np.n
     """Whether most of the patch's cells lie within `depth` of a patch added before, facing the same way:
     one surface found twice. Seen only from across the cell, a wall renders and fuses as a layer 20-40 cm
     thick, and the position vote may find its back as a plane of its own (BEHIND_DEPTH); a machine's
-    front fuses a few centimetres thick, and the support's planes find it twice, 4.4 cm apart on hard
-    seeds 1 and 7, the second hull bridging on across the machine beside it (LAYER_DEPTH)."""
+    front fuses a few centimetres thick, and the support's planes may find it twice (hard seed 7: 4.4 cm
+    apart; seed 1: 64 % of the second's cells within 5 cm of the first), the second hull bridging on
+    across the machine beside it (LAYER_DEPTH)."""
     facing = np.cos(np.radians(LAYER_TURN_DEG))
     same = [part for part, plane in zip(parts, planes) if plane.normal @ frame.normal >= facing]
     kept = cells.ravel()
