@@ -10,8 +10,9 @@ Prints:
   - with --sample: at the capture's held-out frames, the depth and normals of the dataset (visual mesh,
     planar patches and floor slab, the splats' median depth in their holes) against the generator's truth, beside the
     mesh alone, the splats alone and the colliders as twin.usda loads them, floor and structure apart (median / p95 absolute error on pixels the true scene
-    covers within 6 m, and those pixels near a true silhouette and away from them apart; normals: median angle on
-    the floor and on the structure).
+    covers within 6 m, and those pixels near a true silhouette and away from them apart, and the dataset's
+    agreed pixels (its agreement layer) and the rest apart; normals: median angle on the floor and on the
+    structure).
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
                                              cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000 for i in held])
         dataset_normals = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["normal_file_path"]))[..., ::-1]
                                     .astype(np.float64) / 127.5 - 1 for i in held])
+        agreed = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["agreement_file_path"]),
+                                      cv2.IMREAD_UNCHANGED) > 0 for i in held])
     dataset_depth[dataset_depth == 0] = np.inf
     mesh_depth = mesh_depths(twin.surface.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
     from twinscan.meshing.render import render_depth_views
@@ -147,6 +150,11 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
                              (f"all, {EDGE_PX}+ px from a silhouette", covered & ~outline),
                              (f"all, within {EDGE_PX} px of one", covered & outline)):
             print(f"| {name} | {region} | {_scores(depth, true_depth, mask)} |")
+    for region, mask in (("agreed (agreement/ = 255)", covered & agreed), ("not agreed", covered & ~agreed),
+                         ("agreed, floor", covered & agreed & floor), ("agreed, structure", covered & agreed & ~floor)):
+        print(f"| the dataset's | {region} | {_scores(dataset_depth, true_depth, mask)} |")
+    print(f"{100 * (covered & agreed).sum() / covered.sum():.1f} % of the covered pixels are agreed (the dataset's "
+          f"agreement layer: mesh and splats within 5 cm or 2 %)")
     print(f"{100 * (covered & outline).sum() / covered.sum():.1f} % of the covered pixels lie within {EDGE_PX} px of a "
           f"true depth step of {100 * EDGE_JUMP:.0f} % or more")
     print(f"normals (dataset against truth, median angle): floor {np.median(np.concatenate(normal_floor)):.1f} deg, "

@@ -49,4 +49,5 @@ def render(twin: Annotated[Path, typer.Argument(help="A finished capture workspa
                                  progress=lambda total: stack.enter_context(progress_bar("render", total)))
     rate = f", {figures['views_per_second']:.2f} views/s" if figures["views_per_second"] else ""
     say(("render", "bold green"), f" {figures['views']} views in {out} ({figures['rendered']} rendered now{rate}; "
-        f"{figures['dataset_bytes'] / 1e6:.1f} MB, {figures['distractors']} distractor boxes)")
+        f"{figures['dataset_bytes'] / 1e6:.1f} MB, {figures['distractors']} distractor boxes; depth corroborated "
+        f"on {100 * (figures['depth_agreed'] or 0):.0f} % of the pixels with depth: agreement/)")

@@ -9,6 +9,7 @@ DATASET/
   normals/frame_00000.png    world-frame unit normals as round((n + 1) / 2 * 255), (0, 0, 0): no surface
   masks/frame_00000.png      uint8 classes: 0 nothing, 1 floor, 2 structure, 3 distractor box
   instances/frame_00000.png  uint16: collider part 1..P (largest first), distractor boxes P+1.., 0 none
+  agreement/frame_00000.png  uint8: 255 where the depth is corroborated (mesh and splats agree), else 0
   records/frame_00000.json   the frame's transforms.json entry; present once the frame's files are complete
 """
 
@@ -32,11 +33,11 @@ from twinscan.render.frame import FrameImages
 from twinscan.render.randomize import Randomization
 
 FORMAT = "twinscan-render-dataset"
-VERSION = 1
+VERSION = 2  # 2: the agreement layer
 RECORD = "render.json"
 TRANSFORMS = layout.TRANSFORMS  # nerfstudio's file name, as in a capture workspace
 FOLDERS = {"file_path": "images", "depth_file_path": "depth", "normal_file_path": "normals",
-           "mask_file_path": "masks", "instance_file_path": "instances"}
+           "mask_file_path": "masks", "instance_file_path": "instances", "agreement_file_path": "agreement"}
 RECORDS = "records"
 
 
@@ -98,17 +99,19 @@ def done_frames(folder: Path, count: int) -> set[int]:
 
 
 def write_frame(folder: Path, index: int, view: View, images: FrameImages, randomization: Randomization) -> None:
-    """The frame's five images, then its record: a frame with a record is complete."""
+    """The frame's six images, then its record: a frame with a record is complete."""
     name = frame_name(index)
     layers = {"file_path": images.rgb, "depth_file_path": images.depth_mm, "normal_file_path": images.normals,
-              "mask_file_path": images.classes, "instance_file_path": images.instances}
+              "mask_file_path": images.classes, "instance_file_path": images.instances,
+              "agreement_file_path": images.agreement}
     entry: dict[str, Any] = {key: f"{FOLDERS[key]}/{name}.png" for key in FOLDERS}
     for key, image in layers.items():
         atomic.write_bytes(folder / entry[key], _png(image))
     entry.update({"transform_matrix": (view.world_from_cam @ GL_FROM_CV).tolist(),
                   "fl_x": float(view.K[0, 0]), "fl_y": float(view.K[1, 1]), "cx": float(view.K[0, 2]),
                   "cy": float(view.K[1, 2]), "w": view.width, "h": view.height, "source": view.source,
-                  "depth_from_splats": images.depth_from_splats, "randomization": randomization.record()})
+                  "depth_from_splats": images.depth_from_splats, "depth_agreed": images.depth_agreed,
+                  "randomization": randomization.record()})
     atomic.write_json(folder / RECORDS / f"{name}.json", entry)
 
 

@@ -29,7 +29,9 @@ class FrameImages:
     normals: np.ndarray  # (H, W, 3) uint8, world frame, round((n + 1) / 2 * 255), (0, 0, 0): no surface
     classes: np.ndarray  # (H, W) uint8: 0 nothing, 1 floor, 2 structure, 3 distractor
     instances: np.ndarray  # (H, W) uint16: collider part 1..P, distractor P+1.., 0 none
+    agreement: np.ndarray  # (H, W) uint8: 255 where the depth is corroborated (`geometry.depth_agreement`), else 0
     depth_from_splats: float  # share of the pixels whose depth came from the splats (a hole in the mesh)
+    depth_agreed: float  # share of the pixels with depth whose depth is corroborated
 
 
 def render_splats_shifted(splats: Gaussians, view: View, dc_shift: tuple[float, float, float],
@@ -51,7 +53,9 @@ def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: R
     splats = render_splats_shifted(twin.splats, view, randomization.dc_shift, backend)
     rgb = (splats.colour * 255 + 0.5).astype(np.uint8)
     rays = geometry.Rays.of(K, pose, width, height)
-    hits, from_splats = geometry.fill_from_splats(twin.surface.cast_rays(rays), rays, splats.depth, splats.alpha)
+    mesh_hits = twin.surface.cast_rays(rays)
+    hits, from_splats = geometry.fill_from_splats(mesh_hits, rays, splats.depth, splats.alpha)
+    agreed = geometry.depth_agreement(mesh_hits.depth, splats.depth, splats.alpha)
     depth, normals = hits.depth.copy(), hits.normal.copy()
     classes = geometry.classes(hits)
     instances = geometry.part_ids(depth, twin.parts.cast_rays(rays), twin.part_of_face)
@@ -60,11 +64,14 @@ def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: R
         front = (box_of >= 0) & (boxes.depth < depth)
         depth[front], normals[front], rgb[front] = boxes.depth[front], boxes.normal[front], colour[front]
         classes[front] = geometry.DISTRACTOR
+        agreed[front] = True  # drawn exactly
         instances[front] = (twin.part_count + 1 + box_of[front]).astype(np.uint16)
     rgb = apply(rgb, normals, randomization)
     depth_mm = np.where(np.isfinite(depth), np.round(depth * 1000.0), 0.0)
     depth_mm[depth_mm > MAX_DEPTH_MM] = 0
     hit = np.isfinite(depth)
     normal_png = np.where(hit[..., None], np.round((normals + 1.0) * 127.5), 0).astype(np.uint8)
+    agreed &= depth_mm > 0
     return (FrameImages(rgb, depth_mm.astype(np.uint16), normal_png, classes, instances,
-                        round(float(from_splats.mean()), 4)), randomization)
+                        np.where(agreed, 255, 0).astype(np.uint8), round(float(from_splats.mean()), 4),
+                        round(float(agreed.sum() / max(int((depth_mm > 0).sum()), 1)), 4)), randomization)

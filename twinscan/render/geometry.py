@@ -16,6 +16,11 @@ PART_AGREEMENT_M = 0.05  # a pixel belongs to a collider part when the part lies
 PART_AGREEMENT_SHARE = 0.03  # ... or this share of its depth, whichever is larger
 SPLAT_DEPTH_ALPHA = 0.5  # the splats' median depth exists where their opacity passes this
 HOLE_M, HOLE_SHARE = 0.10, 0.10  # splats this far (or this share of the depth) in front of the mesh: a hole in it
+# The depth is corroborated where the fused surface (every capture view's depth) and this view's own splat
+# render agree within this distance or this share of the depth (the 5 cm of the geometry's F-score; 2 %
+# is how far a splat render's depth scatters at 3-5 m). On hard seed 4's held-out frames 76 % of the
+# covered pixels agree, 0.83 cm median and 5.5 cm p95 off the truth; the rest 4.4 cm and 128 cm.
+AGREEMENT_M, AGREEMENT_SHARE = 0.05, 0.02
 # A scanned surface's face normals are noisy at the scale of a few voxels; each face's normal becomes the
 # area-weighted mean of the faces within this radius that turn less than this angle from it (twice): edges
 # between surfaces stay sharp. On the sample's held-out frames, structure normals 10.5 -> 6.4 degrees
@@ -165,6 +170,14 @@ def fill_from_splats(hits: Hits, rays: Rays, splat_depth: np.ndarray, splat_alph
     normal[use] = estimated[use]
     face = np.where(use, -1, hits.face)
     return Hits(depth, normal, face, points), use
+
+
+def depth_agreement(mesh_depth: np.ndarray, splat_depth: np.ndarray, splat_alpha: np.ndarray) -> np.ndarray:
+    """(H, W) bool: where the mesh's depth and the splats' median depth agree (AGREEMENT_M, AGREEMENT_SHARE).
+    Pixels whose depth the splats fill in (`fill_from_splats`) never agree: the mesh is a hole or 10 % behind."""
+    drawn = (splat_alpha > SPLAT_DEPTH_ALPHA) & (splat_depth > 0) & np.isfinite(mesh_depth)
+    with np.errstate(invalid="ignore"):
+        return drawn & (np.abs(mesh_depth - splat_depth) <= np.maximum(AGREEMENT_M, AGREEMENT_SHARE * mesh_depth))
 
 
 def structure_parts(collider: trimesh.Trimesh) -> tuple[trimesh.Trimesh, np.ndarray]:

@@ -118,4 +118,5 @@ def _figures(folder: Path, content: dict[str, Any], rendered: int, resumed: bool
     return {"views": len(frames), "rendered": rendered, "resumed": resumed,
             "dataset_bytes": size, "bytes_per_1000_views": int(size / max(len(frames), 1) * 1000),
             "sources": sorted({frame["source"].split(":")[0] for frame in frames}),
-            "distractors": int(np.sum([len(f["randomization"]["distractors"]) for f in frames]))}
+            "distractors": int(np.sum([len(f["randomization"]["distractors"]) for f in frames])),
+            "depth_agreed": round(float(np.mean([f["depth_agreed"] for f in frames])), 4) if frames else None}
