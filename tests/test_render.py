@@ -59,6 +59,14 @@ def _vertical_crossings(mesh: trimesh.Trimesh, point: np.ndarray) -> np.ndarray:
     return (w0 * a[:, 2] + w1 * b[:, 2] + w2 * c[:, 2])[hit]
 
 
+def _true_scene(smoke_capture: Path) -> trimesh.Trimesh:
+    """The generator's scene in the twin's frame (the marker fixes it)."""
+    truth = load_ground_truth(smoke_capture.parent / "capture")
+    scene = trimesh.load(truth.scene_mesh_path, force="mesh")
+    scene.apply_transform(np.linalg.inv(truth.marker.world_from_marker))
+    return scene
+
+
 @pytest.fixture(scope="module")
 def heavy(smoke_capture: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("render") / "heavy"
@@ -78,9 +86,7 @@ def test_capture_path_depth_and_floor_normals_match_the_generator(smoke_capture:
     transforms = json.loads((folder / "transforms.json").read_text())
     twin = load_render_twin(smoke_capture)
     assert len(transforms["frames"]) == len(twin.capture.names)
-    truth = load_ground_truth(smoke_capture.parent / "capture")
-    scene = trimesh.load(truth.scene_mesh_path, force="mesh")
-    scene.apply_transform(np.linalg.inv(truth.marker.world_from_marker))
+    scene = _true_scene(smoke_capture)
     errors, floor_errors, floor_angles, agreed_errors, other_errors = [], [], [], [], []
     for frame, heldout in zip(transforms["frames"], twin.capture.heldout):
         if not heldout:
@@ -115,6 +121,25 @@ def test_capture_path_depth_and_floor_normals_match_the_generator(smoke_capture:
     assert np.median(floor_errors) <= 0.02  # measured 0.00 cm
     assert np.median(errors) <= 0.15  # measured 4.6 cm on the smoke twin (2 cm bar: the sample, benchmark)
     assert np.median(np.concatenate(floor_angles)) <= 10.0
+
+
+def test_sampled_views_take_the_splats_depth_only_where_the_mesh_has_none(smoke_capture: Path, tmp_path: Path) -> None:
+    """Away from the capture's path a view's splats render floaters in front of the surfaces: the dataset's
+    depth at sampled views, against the generator's truth at the same poses, must not take them. Measured on
+    the smoke twin: 26.8 % of the covered pixels more than 8 cm off, 0.04 cm median; taking the splats
+    wherever they lay 10 cm in front of the mesh (the rule before) 41.9 % and 3.5 cm."""
+    folder = tmp_path / "sampled"
+    render_dataset(smoke_capture, folder, RenderConfig(views=8, randomize="none", seed=7, **SMALL), device="cpu")
+    scene = _true_scene(smoke_capture)
+    errors = []
+    for frame in json.loads((folder / "transforms.json").read_text())["frames"]:
+        K = np.array([[frame["fl_x"], 0, frame["cx"]], [0, frame["fl_y"], frame["cy"]], [0, 0, 1]])
+        true = mesh_depths(scene, K[None], (np.asarray(frame["transform_matrix"]) @ GL_FROM_CV)[None], frame["w"], frame["h"])[0]
+        depth = _read(folder, frame["depth_file_path"]) / 1000.0
+        covered = np.isfinite(true) & (true < 6.0)
+        errors.append(np.abs(np.where(depth > 0, depth, 100.0) - true)[covered])
+    errors = np.concatenate(errors)
+    assert np.mean(errors > 0.08) <= 0.34 and np.median(errors) <= 0.02
 
 
 def test_sampled_cameras_stand_clear_of_the_colliders_and_see_captured_surface(smoke_capture: Path,
