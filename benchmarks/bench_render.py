@@ -36,7 +36,7 @@ from twinscan.render.cameras import CaptureCoverage, sampled_views
 from twinscan.render.config import parse_heights
 from twinscan.gaussians.backend import select_render_backend
 from twinscan.render.frame import render_splats_shifted
-from twinscan.render.geometry import SurfaceCaster
+from twinscan.render.geometry import SurfaceCaster, splat_drawn
 from twinscan.render.twin import load_render_twin
 from twinscan.runtime import init_runtime
 from twinscan.synth import load_ground_truth
@@ -105,12 +105,11 @@ def true_scene(sample: Path) -> SurfaceCaster:
     return SurfaceCaster(scene, flat=np.ones(len(scene.faces), bool))  # boxes and a floor: flat faces
 
 
-def sampled_accuracy(ws: Path, sample: Path, views: int, device: str) -> None:
+def sampled_accuracy(ws: Path, true_caster: SurfaceCaster, views: int, device: str) -> None:
     """The dataset's depth at sampled robot views (what `twinscan render` is for), against the truth cast at
     the same poses: away from the capture's path, where the splats are least sure."""
     import cv2
 
-    true_caster = true_scene(sample)
     print(f"\nsampled views ({views} per height band, seed 7, 640 x 480, no randomization): the dataset's depth "
           f"against the truth, pixels the true scene covers within {COVERED_M:.0f} m")
     print("| heights | median cm | p95 cm | more than 8 cm off | agreed | agreed: median / p95 cm |")
@@ -134,13 +133,12 @@ def sampled_accuracy(ws: Path, sample: Path, views: int, device: str) -> None:
               f"{np.median(error[agree]) * 100:.2f} / {np.percentile(error[agree], 95) * 100:.2f} |")
 
 
-def accuracy(ws: Path, sample: Path, device: str) -> None:
+def accuracy(ws: Path, true_caster: SurfaceCaster, device: str) -> None:
     from pxr import Usd
 
     from twinscan.check.colliders import collider_surface
 
     twin = load_render_twin(ws)
-    true_caster = true_scene(sample)
     colliders = SurfaceCaster(collider_surface(Usd.Stage.Open(str(ws / "twin.usda"))))
     cap = twin.capture
     held = np.flatnonzero(cap.heldout)
@@ -162,7 +160,7 @@ def accuracy(ws: Path, sample: Path, device: str) -> None:
 
     splat_views = render_depth_views(twin.splats, cap.Ks[held], np.linalg.inv(cap.world_from_cam[held]),
                                      cap.width, cap.height, select_render_backend(device))
-    splat_depth = np.where(splat_views.alpha > 0.5, splat_views.depth, np.inf)
+    splat_depth = np.where(splat_drawn(splat_views.depth, splat_views.alpha), splat_views.depth, np.inf)
     collider_depth = mesh_depths(colliders.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
     true_depth, floor, normal_floor, normal_structure = [], [], [], []
     for k, i in enumerate(held):
@@ -208,8 +206,9 @@ def main() -> None:
     init_runtime()
     throughput(args.workspace, args.views, args.device)
     if args.sample is not None:
-        accuracy(args.workspace, args.sample, args.device)
-        sampled_accuracy(args.workspace, args.sample, 12, args.device)
+        true_caster = true_scene(args.sample)
+        accuracy(args.workspace, true_caster, args.device)
+        sampled_accuracy(args.workspace, true_caster, 12, args.device)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,8 @@ def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: R
     depth_mm[depth_mm > MAX_DEPTH_MM] = 0
     hit = np.isfinite(depth)
     normal_png = np.where(hit[..., None], np.round((normals + 1.0) * 127.5), 0).astype(np.uint8)
-    agreed &= depth_mm > 0
+    written = depth_mm > 0
+    agreed &= written
     return (FrameImages(rgb, depth_mm.astype(np.uint16), normal_png, classes, instances,
                         np.where(agreed, 255, 0).astype(np.uint8), round(float(from_splats.mean()), 4),
-                        round(float(agreed.sum() / max(int((depth_mm > 0).sum()), 1)), 4)), randomization)
+                        round(float(agreed.sum() / max(int(written.sum()), 1)), 4)), randomization)

@@ -146,6 +146,11 @@ class SurfaceCaster:
         return self._scene.compute_occupancy(o3d.core.Tensor(np.asarray(points, np.float32)), nsamples=5).numpy() > 0.5
 
 
+def splat_drawn(splat_depth: np.ndarray, splat_alpha: np.ndarray) -> np.ndarray:
+    """Where the splats' median depth exists: opaque enough (SPLAT_DEPTH_ALPHA) and in front of the camera."""
+    return (splat_alpha > SPLAT_DEPTH_ALPHA) & (splat_depth > 0)
+
+
 def fill_from_splats(hits: Hits, rays: Rays, splat_depth: np.ndarray, splat_alpha: np.ndarray) -> tuple[Hits, np.ndarray]:
     """The mesh's hits, with the splats' depth where the mesh has no surface; normals there from the filled
     depth map's own gradient. Returns the hits and where the splats were used.
@@ -154,8 +159,7 @@ def fill_from_splats(hits: Hits, rays: Rays, splat_depth: np.ndarray, splat_alph
     (docs/benchmarks.md, session 33), 24.6 / 20.6 % of the pixels more than 8 cm off at sampled mobile-robot
     views against 5.2 / 6.3 % now, 11.1 / 21.6 % at humanoid heights against 15.5 / 7.5, and 3.8 / 11.7 % at
     the held-out capture frames against 4.1 / 9.2."""
-    drawn = (splat_alpha > SPLAT_DEPTH_ALPHA) & (splat_depth > 0)
-    use = drawn & ~np.isfinite(hits.depth)
+    use = splat_drawn(splat_depth, splat_alpha) & ~np.isfinite(hits.depth)
     depth = np.where(use, splat_depth, hits.depth).astype(np.float32)
     points = np.where(use[..., None], rays.origin + rays.directions.reshape(*depth.shape, 3) * depth[..., None],
                       hits.points).astype(np.float32)
@@ -174,9 +178,9 @@ def fill_from_splats(hits: Hits, rays: Rays, splat_depth: np.ndarray, splat_alph
 def depth_agreement(mesh_depth: np.ndarray, splat_depth: np.ndarray, splat_alpha: np.ndarray) -> np.ndarray:
     """(H, W) bool: where the mesh's depth and the splats' median depth agree (AGREEMENT_M, AGREEMENT_SHARE).
     Pixels whose depth the splats fill in (`fill_from_splats`: a hole in the mesh) never agree."""
-    drawn = (splat_alpha > SPLAT_DEPTH_ALPHA) & (splat_depth > 0) & np.isfinite(mesh_depth)
+    both = splat_drawn(splat_depth, splat_alpha) & np.isfinite(mesh_depth)
     with np.errstate(invalid="ignore"):
-        return drawn & (np.abs(mesh_depth - splat_depth) <= np.maximum(AGREEMENT_M, AGREEMENT_SHARE * mesh_depth))
+        return both & (np.abs(mesh_depth - splat_depth) <= np.maximum(AGREEMENT_M, AGREEMENT_SHARE * mesh_depth))
 
 
 def structure_parts(collider: trimesh.Trimesh) -> tuple[trimesh.Trimesh, np.ndarray]:
