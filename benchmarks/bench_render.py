@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import trimesh
 
 from twinscan.meshing.metrics import FLOOR_SPLIT_M
 from twinscan.meshing.raycast import mesh_depths
@@ -51,7 +50,7 @@ def throughput(ws: Path, views: int, device: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         figures = render_dataset(ws, Path(tmp) / "ds", config, device=device)
     twin = load_render_twin(ws)
-    plan = sampled_views(twin, RenderConfig(views=views, seed=1), CaptureCoverage(twin))
+    plan = sampled_views(twin, RenderConfig(views=views, seed=1), CaptureCoverage(twin.capture, twin.surface))
     backend = select_render_backend(device)
     started = time.perf_counter()
     for view in plan:
@@ -99,9 +98,7 @@ def near_depth_edges(depth: np.ndarray) -> np.ndarray:
 
 def true_scene(sample: Path) -> SurfaceCaster:
     """The generator's scene in the twin's frame (the marker fixes it)."""
-    truth = load_ground_truth(sample)
-    scene = trimesh.load(truth.scene_mesh_path, force="mesh")
-    scene.apply_transform(np.linalg.inv(truth.marker.world_from_marker))
+    scene = load_ground_truth(sample).scene_in_marker_frame()
     return SurfaceCaster(scene, flat=np.ones(len(scene.faces), bool))  # boxes and a floor: flat faces
 
 

@@ -23,9 +23,10 @@ from twinscan.errors import TwinscanError
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV
 from twinscan.render import RenderConfig, render_dataset
-from twinscan.render.cameras import CaptureCoverage
-from twinscan.render.geometry import DISTRACTOR, FLOOR
-from twinscan.render.twin import load_render_twin
+from twinscan.camera import look_at
+from twinscan.render.cameras import CaptureCoverage, View
+from twinscan.render.geometry import DISTRACTOR, FLOOR, SurfaceCaster
+from twinscan.render.twin import CaptureCameras, load_render_twin
 from twinscan.synth import load_ground_truth
 
 SMALL = dict(width=160, height=120)
@@ -60,11 +61,7 @@ def _vertical_crossings(mesh: trimesh.Trimesh, point: np.ndarray) -> np.ndarray:
 
 
 def _true_scene(smoke_capture: Path) -> trimesh.Trimesh:
-    """The generator's scene in the twin's frame (the marker fixes it)."""
-    truth = load_ground_truth(smoke_capture.parent / "capture")
-    scene = trimesh.load(truth.scene_mesh_path, force="mesh")
-    scene.apply_transform(np.linalg.inv(truth.marker.world_from_marker))
-    return scene
+    return load_ground_truth(smoke_capture.parent / "capture").scene_in_marker_frame()
 
 
 @pytest.fixture(scope="module")
@@ -142,11 +139,33 @@ def test_sampled_views_take_the_splats_depth_only_where_the_mesh_has_none(smoke_
     assert np.mean(errors > 0.08) <= 0.34 and np.median(errors) <= 0.02
 
 
+@pytest.mark.parametrize("wound", ["outward", "inward"])
+def test_a_panel_seen_from_inside_its_machine_is_not_what_the_capture_saw(wound: str) -> None:
+    """A closed box photographed from all round: looking out from inside it, every pixel shows a face the
+    capture photographed at that very depth, but from the other side; whichever way the faces are wound."""
+    box = trimesh.creation.box(extents=(1.0, 1.0, 1.0))
+    box.apply_translation((0.0, 0.0, 0.5))
+    if wound == "inward":
+        box.invert()
+    K = np.array([[200.0, 0.0, 80.0], [0.0, 200.0, 60.0], [0.0, 0.0, 1.0]])
+    angles = np.radians(np.arange(0, 360, 30))
+    eyes = np.stack([3 * np.cos(angles), 3 * np.sin(angles), np.full_like(angles, 1.5)], axis=1)
+    poses = np.stack([look_at(eye, (0.0, 0.0, 0.5)) for eye in eyes])
+    capture = CaptureCameras([f"{i:02d}.png" for i in range(len(poses))], np.stack([K] * len(poses)), poses,
+                             160, 120, np.zeros(len(poses), bool))
+    coverage = CaptureCoverage(capture, SurfaceCaster(box))
+    outside = View(K, look_at((2.5, 0.5, 1.2), (0.0, 0.0, 0.5)), 160, 120, "sampled")
+    inside = View(K, look_at((0.0, 0.0, 0.5), (1.0, 0.3, 0.4)), 160, 120, "sampled")
+    assert coverage.share(inside) == 0.0
+    hits = coverage.surface.cast(K, outside.world_from_cam, 160, 120)
+    assert coverage.seen(hits, outside.world_from_cam[:3, 3])[hits.face.reshape(-1) >= 0].mean() > 0.99
+
+
 def test_sampled_cameras_stand_clear_of_the_colliders_and_see_captured_surface(smoke_capture: Path,
                                                                                 heavy: Path) -> None:
     twin = load_render_twin(smoke_capture)
     colliders = collider_surface(Usd.Stage.Open(str(smoke_capture / "twin.usda")))
-    coverage = CaptureCoverage(twin)
+    coverage = CaptureCoverage(twin.capture, twin.surface)
     plan = json.loads((heavy / "render.json").read_text())
     transforms = json.loads((heavy / "transforms.json").read_text())
     eyes = []
@@ -160,7 +179,7 @@ def test_sampled_cameras_stand_clear_of_the_colliders_and_see_captured_surface(s
         K = np.array(view["K"])
         # the views' own surfaces at full resolution (distractor boxes were placed after sampling)
         hits = twin.surface.cast(K, world_from_cam, frame["w"], frame["h"])
-        assert coverage.seen(hits.points.reshape(-1, 3)).mean() >= 0.9
+        assert coverage.seen(hits, world_from_cam[:3, 3]).mean() >= 0.9
     for eye in eyes:
         nearest = trimesh.triangles.closest_point(colliders.triangles, np.broadcast_to(eye, (len(colliders.faces), 3)))
         assert np.linalg.norm(nearest - eye, axis=1).min() >= RenderConfig().clearance_m - 1e-4

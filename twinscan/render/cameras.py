@@ -12,7 +12,8 @@ import numpy as np
 from twinscan.errors import TwinscanError
 from twinscan.camera import look_at, scaled_K
 from twinscan.render.config import RenderConfig
-from twinscan.render.twin import RenderTwin
+from twinscan.render.geometry import Hits, SurfaceCaster
+from twinscan.render.twin import CaptureCameras, RenderTwin
 
 COVERAGE_SIDE_PX = 64  # coverage is judged on a view this many pixels wide (rays are cheap, not free)
 SEEN_SIDE_PX = 160  # the capture's depth maps that decide what it saw
@@ -33,25 +34,34 @@ class View:
 
 class CaptureCoverage:
     """Which surface points the capture saw: a point is seen when some capture frame's own surface lies
-    where the point projects (so a point behind a wall is not seen through it)."""
+    where the point projects (so a point behind a wall is not seen through it), and that frame looked at the
+    point's face from the side the viewer does (a machine's panel seen from inside, through a top the capture
+    never saw, is not the panel the capture saw from outside). The side is judged on the face's own normal
+    from both eyes, so it holds whichever way a scanned face happens to be wound."""
 
-    def __init__(self, twin: RenderTwin) -> None:
-        capture = twin.capture
+    def __init__(self, capture: CaptureCameras, surface: SurfaceCaster) -> None:
+        self.surface = surface
         pick = np.unique(np.linspace(0, len(capture.names) - 1, min(SEEN_CAMERAS, len(capture.names))).round()
                          .astype(int))
         factor = SEEN_SIDE_PX / max(capture.width, capture.height)
         self.size = (max(1, round(capture.width * factor)), max(1, round(capture.height * factor)))
         self.Ks = np.stack([scaled_K(capture.Ks[i], (capture.width, capture.height), self.size) for i in pick])
         self.cam_from_world = np.linalg.inv(capture.world_from_cam[pick])
-        self.depths = np.stack([twin.surface.cast(K, np.linalg.inv(c), *self.size).depth
+        self.centres = capture.world_from_cam[pick][:, :3, 3]
+        self.depths = np.stack([surface.cast(K, np.linalg.inv(c), *self.size).depth
                                 for K, c in zip(self.Ks, self.cam_from_world)])
+        self.face_normals = np.asarray(surface.mesh.face_normals, np.float32)
 
-    def seen(self, points: np.ndarray) -> np.ndarray:
-        """(M,) bool for world points (M, 3); nan points are not seen."""
-        seen = np.zeros(len(points), bool)
-        finite = np.isfinite(points).all(axis=1)
-        for K, cam_from_world, depth in zip(self.Ks, self.cam_from_world, self.depths):
-            cam = points[finite] @ cam_from_world[:3, :3].T + cam_from_world[:3, 3]
+    def seen(self, hits: Hits, eye: np.ndarray) -> np.ndarray:
+        """(H*W,) bool per pixel of a view from `eye` whose surface hits these are: its surface was seen."""
+        face = hits.face.reshape(-1)
+        hit = np.flatnonzero(face >= 0)
+        points = hits.points.reshape(-1, 3)[hit]
+        normals = self.face_normals[face[hit]]
+        viewer_side = np.einsum("ij,ij->i", points - np.asarray(eye, np.float32), normals) > 0
+        seen = np.zeros(len(face), bool)
+        for K, cam_from_world, centre, depth in zip(self.Ks, self.cam_from_world, self.centres, self.depths):
+            cam = points @ cam_from_world[:3, :3].T + cam_from_world[:3, 3]
             z = cam[:, 2]
             with np.errstate(divide="ignore", invalid="ignore"):
                 u = np.floor(K[0, 0] * cam[:, 0] / z + K[0, 2]).astype(np.int64, copy=False)
@@ -60,16 +70,17 @@ class CaptureCoverage:
             surface = np.full(len(z), np.inf, np.float32)
             surface[inside] = depth[v[inside], u[inside]]
             close = np.abs(surface - z) <= np.maximum(SEEN_TOLERANCE_M, SEEN_TOLERANCE_SHARE * z)
-            seen[np.flatnonzero(finite)[close]] = True
+            same_side = (np.einsum("ij,ij->i", points - centre.astype(np.float32), normals) > 0) == viewer_side
+            seen[hit[close & same_side]] = True
         return seen
 
-    def share(self, twin: RenderTwin, view: View) -> float:
+    def share(self, view: View) -> float:
         """Share of the view's pixels (judged at COVERAGE_SIDE_PX wide) showing surface the capture saw."""
         width = COVERAGE_SIDE_PX
         height = max(1, round(view.height * width / view.width))
         K = scaled_K(view.K, (view.width, view.height), (width, height))
-        points = twin.surface.cast(K, view.world_from_cam, width, height).points.reshape(-1, 3)
-        return float(self.seen(points).mean())
+        hits = self.surface.cast(K, view.world_from_cam, width, height)
+        return float(self.seen(hits, view.world_from_cam[:3, 3]).mean())
 
 
 def camera_clear(twin: RenderTwin, eye: np.ndarray, clearance_m: float) -> bool:
@@ -98,7 +109,7 @@ def sampled_views(twin: RenderTwin, config: RenderConfig, coverage: CaptureCover
         yaw, pitch = rng.uniform(0.0, 2 * math.pi), math.radians(rng.uniform(*config.pitch_deg))
         forward = np.array([math.cos(pitch) * math.cos(yaw), math.cos(pitch) * math.sin(yaw), math.sin(pitch)])
         view = View(K, look_at(eye, eye + forward), config.width, config.height, "sampled")
-        if camera_clear(twin, eye, config.clearance_m) and coverage.share(twin, view) >= config.min_coverage:
+        if camera_clear(twin, eye, config.clearance_m) and coverage.share(view) >= config.min_coverage:
             views.append(view)
     return views
 

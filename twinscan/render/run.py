@@ -86,7 +86,7 @@ def render_dataset(twin_root: Path, folder: Path, config: RenderConfig, device: 
     resumed = plan is not None
     coverage = None
     if plan is None:
-        coverage = CaptureCoverage(twin)
+        coverage = CaptureCoverage(twin.capture, twin.surface)
         views = plan_views(twin, config, coverage)
         plan = dataset.plan_record(config, twin.inputs, views, twin.part_count)
         folder.mkdir(parents=True, exist_ok=True)

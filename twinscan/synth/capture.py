@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import trimesh
 
 from twinscan.atomic import atomic_dir, write_json
 from twinscan.errors import TwinscanError
@@ -129,6 +130,12 @@ class GroundTruth:
     @property
     def frame_count(self) -> int:
         return len(self.times_s)
+
+    def scene_in_marker_frame(self) -> trimesh.Trimesh:
+        """The generator's scene in the marker's frame: the twin's, when the sfm stage anchored it on the marker."""
+        scene = trimesh.load(self.scene_mesh_path, force="mesh")
+        scene.apply_transform(np.linalg.inv(self.marker.world_from_marker))
+        return scene
 
 
 def intrinsics(width: int, height: int, hfov_deg: float) -> np.ndarray:
