@@ -267,3 +267,27 @@ def test_bad_input_gets_one_line_and_writes_nothing(smoke_capture: Path, tmp_pat
     with pytest.raises(TwinscanError) as error:
         render_dataset(unfinished, tmp_path / "ds", dataclasses.replace(RenderConfig(), views=1))
     assert "twinscan mesh" in error.value.one_line() and not (tmp_path / "ds").exists()
+
+
+def test_a_dataset_folder_is_resumed_only_by_the_same_twin_and_settings_and_says_what_differs(tmp_path: Path) -> None:
+    from twinscan.render.dataset import RECORD, VERSION, open_dataset, plan_record, write_plan
+
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    config, inputs = RenderConfig(views=4, seed=1), {"splats/splats.ply": "a", "twin.usda": "b"}
+    write_plan(folder, plan_record(config, inputs, [], 0))
+    assert open_dataset(folder, config, inputs, force=False)["inputs"] == inputs
+    refusals = {
+        "rendered from another twin (twin.usda differ)": (config, {**inputs, "twin.usda": "c"}),
+        "rendered with other settings (seed 1, now 2; views 4, now 5)": (
+            dataclasses.replace(config, seed=2, views=5), inputs),
+    }
+    for reason, (other_config, other_inputs) in refusals.items():
+        with pytest.raises(TwinscanError) as refused:
+            open_dataset(folder, other_config, other_inputs, force=False)
+        assert reason in str(refused.value) and "--force" in refused.value.fix
+    record = json.loads((folder / RECORD).read_text())
+    (folder / RECORD).write_text(json.dumps({**record, "version": VERSION - 1}))
+    with pytest.raises(TwinscanError, match=f"layout version {VERSION - 1} \\(this twinscan writes version {VERSION}\\)"):
+        open_dataset(folder, config, inputs, force=False)
+    assert open_dataset(folder, config, inputs, force=True) is None and not folder.exists()

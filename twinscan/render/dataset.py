@@ -76,17 +76,34 @@ def open_dataset(folder: Path, config: RenderConfig, inputs: dict[str, str], for
             plan = json.loads(record_path.read_text())
         except json.JSONDecodeError:
             plan = {}
-        same = (plan.get("format") == FORMAT and plan.get("version") == VERSION and plan.get("inputs") == inputs
-                and plan.get("config") == json.loads(json.dumps(dataclasses.asdict(config))))
-        if same and not force:
+        difference = _difference(plan if isinstance(plan, dict) else {}, config, inputs)
+        if difference is None and not force:
             return plan
         if not force:
-            raise TwinscanError(f"{folder} holds a dataset rendered from another twin or with other settings",
+            raise TwinscanError(f"{folder} holds a dataset {difference}",
                                 "give a new -o folder, or add --force to replace it")
         shutil.rmtree(folder)
     elif folder.exists() and any(folder.iterdir()):
         raise TwinscanError(f"{folder} exists and is not a twinscan dataset; it would be mixed with one",
                             "give a new or empty -o folder")
+    return None
+
+
+def _difference(plan: dict[str, Any], config: RenderConfig, inputs: dict[str, str]) -> str | None:
+    """Why a dataset's record does not match this run (None: it does), said so the user knows which."""
+    if plan.get("format") != FORMAT:
+        return f"whose {RECORD} is not a twinscan render record"
+    if plan.get("version") != VERSION:
+        return f"of layout version {plan.get('version')} (this twinscan writes version {VERSION})"
+    if plan.get("inputs") != inputs:
+        changed = sorted(name for name in inputs if (plan.get("inputs") or {}).get(name) != inputs[name])
+        return f"rendered from another twin ({', '.join(changed) or 'other files'} differ)"
+    wanted = json.loads(json.dumps(dataclasses.asdict(config)))
+    if plan.get("config") != wanted:
+        recorded = plan.get("config") or {}
+        changed = sorted(key for key in wanted if recorded.get(key) != wanted[key])
+        return "rendered with other settings (" + "; ".join(
+            f"{key} {recorded.get(key)!r}, now {wanted[key]!r}" for key in changed) + ")"
     return None
 
 
