@@ -101,9 +101,9 @@ def _difference(plan: dict[str, Any], config: RenderConfig, inputs: dict[str, st
     wanted = json.loads(json.dumps(dataclasses.asdict(config)))
     if plan.get("config") != wanted:
         recorded = plan.get("config") or {}
-        changed = sorted(key for key in wanted if recorded.get(key) != wanted[key])
+        changed = sorted(key for key in {*wanted, *recorded} if recorded.get(key) != wanted.get(key))
         return "rendered with other settings (" + "; ".join(
-            f"{key} {recorded.get(key)!r}, now {wanted[key]!r}" for key in changed) + ")"
+            f"{key} {recorded.get(key)!r}, now {wanted.get(key)!r}" for key in changed) + ")"
     return None
 
 
