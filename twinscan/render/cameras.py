@@ -135,9 +135,9 @@ def file_views(path: Path, config: RenderConfig) -> list[View]:
             for name, world_from_cam in frames[:config.views]]
 
 
-def plan_views(twin: RenderTwin, config: RenderConfig, coverage: CaptureCoverage) -> list[View]:
-    if config.path == "sampled":
-        return sampled_views(twin, config, coverage)
+def plan_views(twin: RenderTwin, config: RenderConfig) -> list[View]:
+    if config.path == "sampled":  # only sampled cameras need to know what the capture saw
+        return sampled_views(twin, config, CaptureCoverage(twin.capture, twin.surface))
     if config.path == "capture":
         return capture_views(twin, config)
     return file_views(Path(config.path), config)

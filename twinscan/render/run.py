@@ -13,7 +13,7 @@ import numpy as np
 from twinscan import atomic
 from twinscan.errors import TwinscanError
 from twinscan.render import dataset
-from twinscan.render.cameras import CaptureCoverage, plan_views
+from twinscan.render.cameras import plan_views
 from twinscan.render.config import RenderConfig
 from twinscan.gaussians.backend import select_render_backend
 from twinscan.render.frame import render_frame
@@ -84,10 +84,8 @@ def render_dataset(twin_root: Path, folder: Path, config: RenderConfig, device: 
     folder = Path(folder)
     plan = dataset.open_dataset(folder, config, twin.inputs, force)
     resumed = plan is not None
-    coverage = None
     if plan is None:
-        coverage = CaptureCoverage(twin.capture, twin.surface)
-        views = plan_views(twin, config, coverage)
+        views = plan_views(twin, config)
         plan = dataset.plan_record(config, twin.inputs, views, twin.part_count)
         folder.mkdir(parents=True, exist_ok=True)
         dataset.write_plan(folder, plan)
