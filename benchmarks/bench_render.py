@@ -31,7 +31,7 @@ from twinscan.meshing.metrics import FLOOR_SPLIT_M
 from twinscan.meshing.raycast import mesh_depths
 from twinscan.render import RenderConfig, render_dataset
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV
-from twinscan.render.cameras import CaptureCoverage, sampled_views
+from twinscan.render.cameras import plan_views
 from twinscan.render.config import parse_heights
 from twinscan.gaussians.backend import select_render_backend
 from twinscan.render.frame import render_splats_shifted
@@ -50,7 +50,7 @@ def throughput(ws: Path, views: int, device: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         figures = render_dataset(ws, Path(tmp) / "ds", config, device=device)
     twin = load_render_twin(ws)
-    plan = sampled_views(twin, RenderConfig(views=views, seed=1), CaptureCoverage(twin.capture, twin.surface))
+    plan = plan_views(twin, RenderConfig(views=views, seed=1))
     backend = select_render_backend(device)
     started = time.perf_counter()
     for view in plan:

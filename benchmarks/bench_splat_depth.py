@@ -21,7 +21,6 @@ import numpy as np
 from bench_render import COVERED_M, near_depth_edges, true_scene
 from twinscan.gaussians.backend import select_render_backend
 from twinscan.meshing.metrics import FLOOR_SPLIT_M
-from twinscan.meshing.raycast import mesh_depths
 from twinscan.meshing.render import render_depth_views
 from twinscan.render.geometry import Rays, splat_drawn
 from twinscan.render.twin import load_render_twin
@@ -38,18 +37,17 @@ def signed_errors(ws: Path, sample: Path, every: int, device: str) -> dict[str, 
     chosen = np.flatnonzero(~cap.heldout)[::every]
     splats = render_depth_views(twin.splats, cap.Ks[chosen], np.linalg.inv(cap.world_from_cam[chosen]), cap.width,
                                 cap.height, select_render_backend(device))
-    surface = mesh_depths(twin.surface.mesh, cap.Ks[chosen], cap.world_from_cam[chosen], cap.width, cap.height)
     truth = true_scene(sample)
     columns: dict[str, list[np.ndarray]] = {"splats": [], "surface": [], "squareness": [], "floor": []}
     for k, i in enumerate(chosen):
         rays = Rays.of(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height)
-        hits = truth.cast_rays(rays)
+        hits, surface = truth.cast_rays(rays), twin.surface.cast_rays(rays).depth
         judged = (np.isfinite(hits.depth) & (hits.depth < COVERED_M) & ~near_depth_edges(hits.depth)
                   & splat_drawn(splats.depth[k], splats.alpha[k]))
         directions = rays.directions.reshape(*hits.depth.shape, 3)
         squareness = np.abs(np.sum(directions * hits.normal, -1)) / np.linalg.norm(directions, axis=-1)
         columns["splats"].append((splats.depth[k] - hits.depth)[judged])
-        columns["surface"].append((np.where(np.isfinite(surface[k]), surface[k], 100.0) - hits.depth)[judged])
+        columns["surface"].append((np.where(np.isfinite(surface), surface, 100.0) - hits.depth)[judged])
         columns["squareness"].append(squareness[judged])
         columns["floor"].append(hits.points[..., 2][judged] <= FLOOR_SPLIT_M)
     return {name: np.concatenate(values) for name, values in columns.items()}
