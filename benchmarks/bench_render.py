@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 
 from twinscan.meshing.metrics import FLOOR_SPLIT_M
-from twinscan.meshing.raycast import mesh_depths
 from twinscan.render import RenderConfig, render_dataset
 from twinscan.recon.sfm.nerfstudio import GL_FROM_CV
 from twinscan.render.cameras import plan_views
@@ -36,7 +35,7 @@ from twinscan.render.config import parse_heights
 from twinscan.gaussians.backend import select_render_backend
 from twinscan.render.frame import render_splats_shifted
 from twinscan.render.geometry import SurfaceCaster, splat_drawn
-from twinscan.render.twin import load_render_twin
+from twinscan.render.twin import CaptureCameras, load_render_twin
 from twinscan.runtime import init_runtime
 from twinscan.synth import load_ground_truth
 
@@ -130,6 +129,11 @@ def sampled_accuracy(ws: Path, true_caster: SurfaceCaster, views: int, device: s
               f"{np.median(error[agree]) * 100:.2f} / {np.percentile(error[agree], 95) * 100:.2f} |")
 
 
+def _depths(caster: SurfaceCaster, cap: CaptureCameras, views: np.ndarray) -> np.ndarray:
+    """(N, H, W) depth of `caster`'s mesh at the capture's views `views` (inf where nothing is hit)."""
+    return np.stack([caster.cast(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height).depth for i in views])
+
+
 def accuracy(ws: Path, true_caster: SurfaceCaster, device: str) -> None:
     from pxr import Usd
 
@@ -152,13 +156,13 @@ def accuracy(ws: Path, true_caster: SurfaceCaster, device: str) -> None:
         agreed = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["agreement_file_path"]),
                                       cv2.IMREAD_UNCHANGED) > 0 for i in held])
     dataset_depth[dataset_depth == 0] = np.inf
-    mesh_depth = mesh_depths(twin.surface.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
+    mesh_depth = _depths(twin.surface, cap, held)
     from twinscan.meshing.render import render_depth_views
 
     splat_views = render_depth_views(twin.splats, cap.Ks[held], np.linalg.inv(cap.world_from_cam[held]),
                                      cap.width, cap.height, select_render_backend(device))
     splat_depth = np.where(splat_drawn(splat_views.depth, splat_views.alpha), splat_views.depth, np.inf)
-    collider_depth = mesh_depths(colliders.mesh, cap.Ks[held], cap.world_from_cam[held], cap.width, cap.height)
+    collider_depth = _depths(colliders, cap, held)
     true_depth, floor, normal_floor, normal_structure = [], [], [], []
     for k, i in enumerate(held):
         hits = true_caster.cast(cap.Ks[i], cap.world_from_cam[i], cap.width, cap.height)
