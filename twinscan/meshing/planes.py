@@ -246,9 +246,10 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
 
 def _swept_walls(views: DepthViews, grey: np.ndarray, known: np.ndarray,
                  outermost: list[tuple[np.ndarray, np.ndarray, int]]) -> list[SweptWall]:
-    """The walls beyond the walk where the photos (`grey`) agree (meshing/sweep.py), in the four directions
-    square to the fullest wall found bounding the capture (a cell's walls meet square); `known`: the
-    collider's depth in every view (what hides a wall from it), inf where none."""
+    """The walls beyond the walk where the photos (`grey`) agree (meshing/sweep.py), swept in the four
+    directions square to the fullest wall found bounding the capture (a cell's walls meet square), each
+    turned onto its own yaw; `known`: the collider's depth in every view (what hides a wall from it), inf
+    where none."""
     fullest = max(outermost, key=lambda wall: wall[2])[0]
     cameras = views.world_from_cam[:, :3, 3]
     found = []
