@@ -46,8 +46,13 @@ COLUMN_CELLS = 3  # a raster column is agreed on where this many of its cells ar
 # much of its length the views agree on, not its area; a plane crossing a side wall agrees along the line
 # where they meet, at every offset (a room without its far wall: 1,101 cells, 12 columns)
 MIN_COLUMNS = round(0.5 / CELL)  # columns (0.5 m of wall) agreed on at the peak
-TURNS_DEG = (0.0, -0.5, 0.5, -1.0, 1.0, -1.5, 1.5, -2.0, 2.0)  # the wall's own yaw is sought this far either
-# side of the direction swept (square to the fullest wall, whose fit is itself a degree or so off), nearest first
+TURNS_DEG = (-2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0)  # the wall's own yaw is sought this far either side
+# of the direction swept (square to the fullest wall, whose fit may itself be a degree off) ...
+FINE_TURN_DEG = 0.25  # ... then this far either side of the best
+TURN_GAIN = 1.10  # a turn is taken where it agrees on this many times the cells the plane as swept does: a wall
+# square to the fullest agrees on about as many over a degree either side (hard seed 4: 1.02 times at most,
+# three walls), one a degree off on 2.9-3.8 times as many at its own yaw (default seed 3's three walls; the
+# tests' room, 6.5 m away at 160 x 120: 1.17 times)
 
 
 def turned(level: np.ndarray, yaw: float) -> np.ndarray:
@@ -138,25 +143,31 @@ def _columns(cells: np.ndarray) -> int:
 
 def _own_yaw(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chosen: np.ndarray,
              raster: UprightRaster, level: float, cells: np.ndarray) -> tuple[UprightRaster, float]:
-    """The raster turned (TURNS_DEG) about the middle of the columns agreed on at the coarse peak (`cells`
-    on the plane at `level`) to where the most cells agree, and its plane's level through that middle.
-    A plane turned a degree from the wall runs 9 cm nearer it at one end of 5 m than at the other: the
-    views agree on it over a broad plateau whose column median lies in front of the face (default seed 3's
-    low wall, swept square to a wall fitted 1.0 degree off: at most 402 cells, 1.4 cm in front; turned
-    onto its own yaw, 920 cells, 0.9 cm). Cells, not columns: a wall agreed along its whole length agrees
-    in every column over a degree or two either side of its yaw, on most cells only at it."""
+    """The raster turned (TURNS_DEG, then FINE_TURN_DEG about the best) about the middle of the columns
+    agreed on at the coarse peak (`cells` on the plane at `level`) to where the most cells agree, if that
+    gains TURN_GAIN, and its plane's level through that middle. A plane turned a degree from the wall runs
+    9 cm nearer it at one end of 5 m than at the other: the views agree on it over a broad plateau whose
+    column median lies in front of the face (default seed 3's low wall, swept square to a wall fitted 1.0
+    degree off: 339 cells at the coarse peak, 1.4 cm in front; turned 1.0 degree, 977 cells, 0.5 cm). Cells,
+    not columns: a wall agreed along its whole length agrees in every column over a degree or two either
+    side of its yaw, on most cells only at it."""
     agreed_along = raster.along[np.flatnonzero(cells.sum(axis=1) >= COLUMN_CELLS)]
     axis = np.cross([0.0, 0.0, 1.0], raster.normal)
     pivot = level * raster.normal + float(np.median(agreed_along)) * axis
-    best, best_level, most = raster, level, int(cells.sum())
-    for turn in TURNS_DEG[1:]:
+
+    def turned_by(turn: float) -> tuple[int, UprightRaster, float]:
         normal = turned(raster.normal, np.radians(turn))
         shift = pivot @ np.cross([0.0, 0.0, 1.0], normal) - pivot @ axis  # the pivot keeps its place in the raster
-        candidate = UprightRaster(normal, raster.along + shift, raster.heights)
-        count = int(agreeing(views, grey, known_depth, chosen, candidate.points(float(pivot @ normal))).sum())
-        if count > most:
-            best, best_level, most = candidate, float(pivot @ normal), count
-    return best, best_level
+        candidate, candidate_level = UprightRaster(normal, raster.along + shift, raster.heights), float(pivot @ normal)
+        count = int(agreeing(views, grey, known_depth, chosen, candidate.points(candidate_level)).sum())
+        return count, candidate, candidate_level
+
+    counted = {turn: turned_by(turn) for turn in TURNS_DEG}
+    best = max(counted, key=lambda turn: counted[turn][0])
+    counted |= {turn: turned_by(turn) for turn in (best - FINE_TURN_DEG, best + FINE_TURN_DEG) if turn not in counted}
+    best = max(counted, key=lambda turn: counted[turn][0])
+    count, turned_raster, turned_level = counted[best]
+    return (turned_raster, turned_level) if count >= TURN_GAIN * cells.sum() else (raster, level)
 
 
 def _column_median(cells: np.ndarray) -> int:
