@@ -247,6 +247,13 @@ def test_a_patch_loses_the_cells_inside_a_machine_the_collider_holds() -> None:
         depth_inside = np.min(np.column_stack([0.5 - np.abs(centres[:, 0]), 0.5 - np.abs(centres[:, 1]),
                                                centres[:, 2], 1.0 - centres[:, 2]]), axis=1)
         assert np.array_equal(kept, depth_inside <= INSIDE_DEPTH), y  # on the face (y = -0.5): all kept
+    # a thin wall whose front fusion lost: its back alone, 12 cm behind the patch, turned away from its
+    # views, holds nothing the patch runs into
+    back = box((4.0, 0.02, 1.0), (0.0, 0.13, 0.5))
+    back = back.submesh([np.flatnonzero(back.face_normals[:, 1] > 0.9)], append=True)
+    frame = Frame(origin=np.array([-2.0, 0.0, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+                  normal=np.array([0.0, -1.0, 0.0]))
+    assert _outside(back, cells, frame, cfg).all()
 
 
 def test_a_machine_front_found_twice_adds_one_patch_but_a_recessed_face_beside_it_is_its_own() -> None:
