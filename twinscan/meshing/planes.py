@@ -268,8 +268,8 @@ def _where_photos_agree(wall: _Wall | None, swept: list[SweptWall], cell: float)
     (`_placed`), and run along itself as far as the photos agree on it (`_run_along`). Placed by its points,
     a wall seen only from across the cell lies where its fused layer does, biased towards the views (hard
     seed 4's low wall: 7.4 cm in front of its face; where the photos agree, 1.8 cm); and its points' yaw is
-    looser than the photos' (default seed 3's low wall: its 478 SfM points 0.2 degrees off, 1.7 cm over its
-    5 m; its sweep within 0.03 degrees, 0.5 cm in front of its face)."""
+    looser than the photos' (default seed 3's low wall: its 478 SfM points' line 0.2 degrees off, 1.6-3.3 cm
+    in front of its face over its 5 m; its sweep square to the cell, 0.5 cm in front from end to end)."""
     if wall is None:
         return None
     facing = np.cos(np.radians(LAYER_TURN_DEG))

@@ -109,6 +109,7 @@ def swept_wall(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, nor
     beyond = columns[coarse <= coarse[peak] - BEYOND]
     if peak == 0 or not len(beyond) or columns[peak] < MIN_COLUMNS or columns[peak] < PEAK_CONTRAST * np.median(beyond):
         return None
+    # from here on `agreed` samples the raster as turned
     raster, pivot_level = _own_yaw(views, grey, known_depth, chosen, raster, coarse[peak], coarse_cells[peak])
     fine = pivot_level + np.arange(-FINE_REACH, FINE_REACH + 1e-9, FINE_STEP)
     inner = np.abs(fine - pivot_level) <= FINE_REACH / 2 + 1e-9  # the middle half of the fine sweep
