@@ -435,19 +435,22 @@ def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: Frame, cfg: Pl
     back alone would cut the patch (default seed 3's low wall, 12 cm thick: 173 cells, four holes 0.3-0.55
     m wide)."""
     kept = cells.ravel()
+    if not len(collider.faces) or not kept.any():
+        return cells
     own_back = (((collider.triangles_center - frame.origin) @ frame.normal < 0)
-                & (collider.face_normals @ frame.normal < 0)) if len(collider.faces) else np.zeros(0, bool)
-    if own_back.all() or not kept.any():
+                & (collider.face_normals @ frame.normal < 0))
+    holding = np.flatnonzero(~own_back)  # the faces a cell may lie behind
+    if not len(holding):
         return cells
     from twinscan.optional import open3d
 
-    collider = collider.submesh([np.flatnonzero(~own_back)], append=True)
     scene = open3d().t.geometry.RaycastingScene()
-    scene.add_triangles(np.asarray(collider.vertices, np.float32), np.asarray(collider.faces, np.uint32))
+    scene.add_triangles(np.asarray(collider.vertices, np.float32), np.asarray(collider.faces[holding], np.uint32))
     centres = _cell_centres(cells, frame, cfg.cell)[kept]
     nearest = scene.compute_closest_points(centres.astype(np.float32))
     offset = centres - nearest["points"].numpy()
-    behind = (offset * collider.face_normals[nearest["primitive_ids"].numpy()]).sum(axis=1) < -INSIDE_DEPTH
+    normals = collider.face_normals[holding[nearest["primitive_ids"].numpy()]]
+    behind = (offset * normals).sum(axis=1) < -INSIDE_DEPTH
     inside = np.zeros(cells.size, bool)
     inside[np.flatnonzero(kept)] = behind & (np.linalg.norm(offset, axis=1) <= INSIDE_REACH)
     return _large_parts(cells & ~inside.reshape(cells.shape), cfg.min_area / cfg.cell ** 2)
