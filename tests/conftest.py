@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from capture_runs import Reference, reference_run
 from twinscan.runtime import init_runtime
 
 
@@ -16,13 +15,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def smoke_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny synthetic walkthrough through every stage at smoke quality (about a minute on 2 cores),
-    as a user runs it; the workspace folder."""
+def smoke_reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    """The tiny synthetic walkthrough through every stage at smoke quality (about two minutes on 2 cores), as a
+    user runs it, watched from outside (capture_runs.reference_run; test_faults reads what was seen). One run
+    for the whole suite: read it, or copy it to change it."""
     from twinscan.synth import PRESETS, make_capture
 
     root = tmp_path_factory.mktemp("smoke_capture")
     truth = make_capture(PRESETS["tiny"], root / "capture")
-    subprocess.run([sys.executable, "-m", "twinscan.cli.app", "capture", str(truth.video_path), "-o", str(root / "out"),
-                    "-q", "smoke", "--marker-size", "0.3"], check=True, capture_output=True, timeout=900)
-    return root / "out"
+    return reference_run(truth.video_path, root)
+
+
+@pytest.fixture(scope="session")
+def smoke_capture(smoke_reference: Reference) -> Path:
+    """The shared smoke run's workspace folder; the generator's capture lies beside it, in ../capture."""
+    return smoke_reference.out

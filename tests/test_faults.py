@@ -15,18 +15,15 @@ files, and so does usd for the layers whose inputs are unchanged; sfm (pycolmap'
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import resource
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +31,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from capture_runs import (RUN_TIMEOUT_S, Reference, finish, kill_group, read_manifest, run_capture, start_capture,
+                          started_anew)
 from twinscan.atomic import is_temporary
 from twinscan.layout import LOCK, STAGES as STAGE_ORDER
 
-SMOKE = ["-q", "smoke", "--marker-size", "0.3"]
-RUN_TIMEOUT_S = 900
 KILL_AT = 0.2  # a long stage is killed this far into its reference duration, to land mid-work
 LONG_STAGE_S = 3.0
 TIMING_FIGURES = {"seconds", "fps", "check_seconds"}  # wall-clock figures, never compared
@@ -46,70 +43,7 @@ CHECKPOINT = ".splats-checkpoint.pt"
 MESH_FACES_REL = 0.15  # how far a resumed run's mesh face counts may differ (see the later-stages test)
 
 
-# ---- running the CLI -----------------------------------------------------------------------------
-def _command(video: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "twinscan.cli.app", "capture", str(video), "-o", str(out), *SMOKE]
-
-
-def _start(video: Path, out: Path, log: Path, file_size_limit: int | None = None) -> subprocess.Popen:
-    """`twinscan capture` in its own process group, everything it prints into `log`."""
-
-    def limit_file_size() -> None:  # as `ulimit -f`: a write past the limit fails with EFBIG
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
-
-    with open(log, "w") as handle:
-        return subprocess.Popen(_command(video, out), stdout=handle, stderr=subprocess.STDOUT,
-                                start_new_session=True, env={**os.environ, "COLUMNS": "200"},
-                                preexec_fn=limit_file_size if file_size_limit else None)
-
-
-def _finish(process: subprocess.Popen, log: Path) -> str:
-    try:
-        process.wait(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        pytest.fail(f"twinscan capture ran over {RUN_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
-    return log.read_text()
-
-
-def _run(video: Path, out: Path, log: Path, file_size_limit: int | None = None) -> tuple[int, str]:
-    process = _start(video, out, log, file_size_limit)
-    output = _finish(process, log)
-    return process.returncode, output
-
-
-def _kill(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):  # already gone
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-@contextlib.contextmanager
-def _stopped(process: subprocess.Popen) -> Iterator[None]:
-    """Freeze the run, so that what the workspace shows cannot change while it is read."""
-    os.killpg(process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.killpg(process.pid, signal.SIGCONT)
-
-
 # ---- reading the workspace -----------------------------------------------------------------------
-def _manifest(out: Path) -> dict[str, Any]:
-    """The manifest as on disk (it is replaced by rename, so never read half-written)."""
-    try:
-        return json.loads((out / "manifest.json").read_text())
-    except FileNotFoundError:
-        return {"stages": {}}
-
-
-def _started_anew(out: Path, stage: str, stale: dict[str, Any] | None) -> bool:
-    """True while this run is inside `stage`: recorded running, and not the record of a killed run."""
-    record = _manifest(out)["stages"].get(stage)
-    return record is not None and record["status"] == "running" and record != stale
-
-
 def _temporary_names(out: Path) -> list[str]:
     return sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
                   if is_temporary(p.name))
@@ -156,21 +90,21 @@ class Kill:
 
 
 def _kill_inside(video: Path, out: Path, log: Path, stage: str, delay_s: float) -> Kill:
-    stale = _manifest(out)["stages"].get(stage)  # a killed run's record, until this run replaces it
-    process = _start(video, out, log)
+    stale = read_manifest(out)["stages"].get(stage)  # a killed run's record, until this run replaces it
+    process = start_capture(video, out, log)
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    while not _started_anew(out, stage, stale):
+    while not started_anew(out, stage, stale):
         if process.poll() is not None or time.monotonic() > deadline:
-            _kill(process)
+            kill_group(process)
             pytest.fail(f"stage {stage} never started (exit {process.poll()}):\n{log.read_text()[-3000:]}")
         time.sleep(0.005)
     mid_stage = time.monotonic() + delay_s
-    while time.monotonic() < mid_stage and _started_anew(out, stage, stale):
+    while time.monotonic() < mid_stage and started_anew(out, stage, stale):
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGSTOP)  # frozen: what the workspace shows cannot change while read
-    seen, leftovers, checkpoint = _manifest(out), _temporary_names(out), (out / CHECKPOINT).exists()
+    seen, leftovers, checkpoint = read_manifest(out), _temporary_names(out), (out / CHECKPOINT).exists()
     os.killpg(process.pid, signal.SIGKILL)
-    _finish(process, log)
+    finish(process, log)
     assert process.returncode == -signal.SIGKILL
     assert seen["stages"][stage]["status"] == "running", f"the kill missed stage {stage}: {seen['stages']}"
     return Kill(stage, seen, leftovers, checkpoint)
@@ -182,15 +116,6 @@ def _delay(reference: Reference, stage: str) -> float:
 
 
 # ---- shared runs ---------------------------------------------------------------------------------
-@dataclass
-class Reference:
-    out: Path
-    manifest: dict[str, Any]
-    refused: subprocess.CompletedProcess  # a second run started on the workspace during sfm
-    running_after_refusal: bool
-    at_splats: Path  # the workspace copied the instant splats started
-
-
 @dataclass
 class Chain:
     """Runs on one workspace, each killed in the stage after the last one's, then a last run."""
@@ -208,38 +133,14 @@ class Chain:
 
 
 @pytest.fixture(scope="module")
-def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from twinscan.synth import PRESETS, make_capture
-
-    folder = tmp_path_factory.mktemp("capture")
-    make_capture(PRESETS["tiny"], folder)
-    return folder / "video.mp4"
+def video(smoke_reference: Reference) -> Path:
+    return smoke_reference.video
 
 
 @pytest.fixture(scope="module")
-def reference(video: Path, tmp_path_factory: pytest.TempPathFactory) -> Reference:
-    root = tmp_path_factory.mktemp("reference")
-    out, log = root / "out", root / "run.log"
-    process = _start(video, out, log)
-    try:
-        while not _started_anew(out, "sfm", None):
-            assert process.poll() is None, log.read_text()
-            time.sleep(0.01)
-        refused = subprocess.run(_command(video, out), capture_output=True, text=True, timeout=300,
-                                 env={**os.environ, "COLUMNS": "200"})
-        running_after_refusal = process.poll() is None
-        while not _started_anew(out, "splats", None):
-            assert process.poll() is None, log.read_text()
-            time.sleep(0.01)
-        with _stopped(process):
-            assert _manifest(out)["stages"]["splats"]["status"] == "running"
-            shutil.copytree(out, root / "at_splats")
-    except BaseException:
-        _kill(process)
-        raise
-    output = _finish(process, log)
-    assert process.returncode == 0, output
-    return Reference(out, _manifest(out), refused, running_after_refusal, root / "at_splats")
+def reference(smoke_reference: Reference) -> Reference:
+    """The suite's one uninterrupted smoke run (tests/conftest.py, tests/capture_runs.py)."""
+    return smoke_reference
 
 
 @pytest.fixture(scope="module")
@@ -261,8 +162,8 @@ def late_kills(video: Path, reference: Reference, tmp_path_factory: pytest.TempP
     shutil.copytree(reference.at_splats, out)
     kills = [_kill_inside(video, out, root / f"{stage}.log", stage, _delay(reference, stage))
              for stage in ("splats", "mesh", "usd", "check")]
-    code, output = _run(video, out, root / "final.log")
-    return Chain(out, kills, _manifest(out), code, output)
+    code, output = run_capture(video, out, root / "final.log")
+    return Chain(out, kills, read_manifest(out), code, output)
 
 
 # ---- a second run --------------------------------------------------------------------------------
@@ -395,20 +296,20 @@ def test_failed_writes_exit_with_one_line_and_leave_nothing_trusted(
     shutil.copytree(reference.out, out)
     (out / "twin.usda").unlink()  # the usd stage has to run again
     limit = (reference.out / "twin_splats.usdc").stat().st_size // 2
-    code, output = _run(video, out, tmp_path / "limited.log", file_size_limit=limit)
+    code, output = run_capture(video, out, tmp_path / "limited.log", file_size_limit=limit)
     assert code == 2, output
     errors = [line for line in output.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and "Traceback" not in output, output
     assert "stage 'usd' failed" in errors[0] and "File too large" in errors[0], errors[0]
     assert "free disk space" in errors[0]
-    failed = _manifest(out)["stages"]["usd"]
+    failed = read_manifest(out)["stages"]["usd"]
     assert failed["status"] == "failed" and "File too large" in failed["error"]
     assert not (out / "twin.usda").exists()
     assert _temporary_names(out) == []
 
-    code, output = _run(video, out, tmp_path / "rerun.log")
+    code, output = run_capture(video, out, tmp_path / "rerun.log")
     assert code == 0, output
-    redone = _manifest(out)["stages"]["usd"]
+    redone = read_manifest(out)["stages"]["usd"]
     assert redone["status"] == "done" and redone["started"] >= failed["started"]
     for name in ("twin_splats.usdc", "twin_collision.usdc", "twin_visual.usdc", "twin_cameras.usdc"):
         assert _same_bytes(out / name, reference.out / name), name

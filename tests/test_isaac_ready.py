@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
-from pxr import Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
+from pxr import Sdf, Usd, UsdPhysics, UsdShade
 from test_gaussians import random_gaussians
 from typer.testing import CliRunner
 

@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from html import escape as html_escape
 from pathlib import Path
 

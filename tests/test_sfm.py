@@ -291,7 +291,6 @@ def test_loop_pairs_reach_across_the_video_and_skip_sequential_neighbours():
 
 
 def test_transforms_json_round_trips_poses_with_opengl_axes(tmp_path):
-    K = np.array([[500.0, 0, 320], [0, 505.0, 240], [0, 0, 1]])
     cameras = orbit(5, radius=2.0, height=1.5)
     model = pycolmap.Reconstruction()
     model.add_camera_with_trivial_rig(pycolmap.Camera(model="OPENCV", width=640, height=480, camera_id=1,

@@ -97,7 +97,7 @@ def test_marker_corners_in_ideal_renders_match_their_projection():
     renders = [render_frame(scene, K, pose, width, height) for pose in world_from_cam]
     offsets = marker_offsets([r.rgb for r in renders], K, world_from_cam, scene.marker.dict_name, scene.marker.id,
                              scene.marker.corners_world(), [r.depth for r in renders])
-    assert len(offsets) >= 3, f"marker found in only {len(offsets)} of {len(frames)} views"
+    assert len(offsets) >= 3, f"marker found in only {len(offsets)} of {len(renders)} views"
     errors = np.linalg.norm(offsets, axis=-1)
     assert errors.max() < 1.0, errors
     # no systematic shift (a half-pixel convention slip would show here)

@@ -7,6 +7,7 @@ physics runs on exactly what Isaac Sim or any UsdPhysics consumer would see.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics

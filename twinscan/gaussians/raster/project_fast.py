@@ -408,9 +408,7 @@ def _sh_bases_vjp(degree, x, y, z, v_bases):
     z2 = z * z
     c1 = x * x - y * y
     s1 = F2 * x * y
-    c2 = x * c1 - y * s1
-    s2 = x * s1 + y * c1
-    # d/dx, d/dy of c1, s1, c2, s2
+    # d/dx, d/dy of c1, s1 and of c2 = x c1 - y s1, s2 = x s1 + y c1
     c1_x, c1_y, s1_x, s1_y = F2 * x, -F2 * y, F2 * y, F2 * x
     c2_x = c1 + x * c1_x - y * s1_x
     c2_y = x * c1_y - s1 - y * s1_y
