@@ -147,7 +147,7 @@ def test_budget_thins_evenly_and_keeps_files_in_step(capture: GroundTruth, tmp_p
 def test_finished_stage_is_skipped_and_force_redoes_it(capture: GroundTruth, tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
     config = FramesConfig.from_preset(get_preset("preview"), max_frames=20)
-    assert config.max_side == get_preset("preview").max_side
+    assert config.max_side == get_preset("preview").frame_max_side
     run_frames(ws, capture.video_path, config)
     started = ws.stage_record("frames")["started"]
     (tmp_path / "frames" / "marker.txt").write_text("untouched")

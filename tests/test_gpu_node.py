@@ -65,7 +65,7 @@ def test_auto_quality_is_standard_on_a_usable_gpu_and_preview_otherwise() -> Non
 
 def test_the_gpu_presets_grow_from_standard_to_high() -> None:
     preview, standard, high = PRESETS["preview"], PRESETS["standard"], PRESETS["high"]
-    for field in ("max_frames", "max_side", "splat_steps", "max_gaussians"):
+    for field in ("max_frames", "max_side", "frame_max_side", "splat_steps", "max_gaussians"):
         assert getattr(preview, field) < getattr(standard, field) < getattr(high, field), field
 
 

@@ -318,7 +318,7 @@ def test_config_rejects_bad_options_with_a_fix():
     with pytest.raises(TwinscanError):
         SfmConfig(scale=-1.0)
     cfg = SfmConfig.from_preset(get_preset("preview"), mapper="incremental", marker_size=0.3)
-    assert cfg.max_side == 640 and cfg.mapper == "incremental"
+    assert cfg.max_side == 960 and cfg.max_features == 8192 and cfg.mapper == "incremental"
 
 
 # ---- pycolmap on real captures -----------------------------------------------------------------

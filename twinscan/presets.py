@@ -13,7 +13,13 @@ AUTO = "auto"  # --quality auto: standard on a usable CUDA GPU, preview on the C
 class Preset:
     name: str
     max_frames: int  # frame budget kept from the video
-    max_side: int  # longest image side, pixels, for SfM and training
+    max_side: int  # longest image side, pixels, for training and the mesh stage's renders
+    # longest side of the kept frames, pixels: SfM finds its features there, and training downscales them to
+    # max_side. A default capture of the generator (960 x 540 video, 180 frames) registered at 640 px came out
+    # 0.34 % small with 1.3 cm of bend left after the best similarity (camera centres 2.3 cm RMSE), which put
+    # a wall 4.9 m out 2.4 cm in front of itself; the same frames at 960 px: 0.015 %, 0.34 cm (0.49 cm RMSE),
+    # for 563 s of SfM instead of 227 s (docs/benchmarks.md, session 39)
+    frame_max_side: int
     splat_steps: int  # 3DGS optimisation steps
     max_gaussians: int  # cap on the splat count (MCMC budget)
     mesh_faces: int  # collision mesh face budget
@@ -34,10 +40,10 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     # a minute on a CPU for a tiny capture: proves a capture (or a batch, or a node) works end to end
-    "smoke": Preset("smoke", max_frames=40, max_side=320, splat_steps=300, max_gaussians=20_000, mesh_faces=5_000,
+    "smoke": Preset("smoke", max_frames=40, max_side=320, frame_max_side=320, splat_steps=300, max_gaussians=20_000, mesh_faces=5_000,
                     mesh_resolution=128, texture_size=512, max_gap_steps=1.5, motion_step=0.07),
     # minutes on a laptop: the sample (180 frames) takes 9.5 min on 2 cores, 7.5 of them splats (3000 steps)
-    "preview": Preset("preview", max_frames=180, max_side=640, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000,
+    "preview": Preset("preview", max_frames=180, max_side=640, frame_max_side=960, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000,
                       mesh_resolution=384, texture_size=1024),
     # A GPU node (one H100/H200-class GPU), sized for a 2-minute 1080p walkthrough to a twin in about 10 minutes
     # (issue 20's goal; not yet measured: docs/benchmarks.md, "GPU node"):
@@ -50,7 +56,7 @@ PRESETS: dict[str, Preset] = {
     #   7k-step models trail its 30k ones by 1.6 dB on Mip-NeRF 360; 15k sits between).
     # - max_gaussians 1_000_000: the MCMC budget; about 1 GB of parameters, gradients and Adam state (59
     #   floats each, 4 times), well inside any 24 GB GPU (bench_gpu_memory.py prints the peak).
-    "standard": Preset("standard", max_frames=300, max_side=1280, splat_steps=15_000, max_gaussians=1_000_000,
+    "standard": Preset("standard", max_frames=300, max_side=1280, frame_max_side=1280, splat_steps=15_000, max_gaussians=1_000_000,
                        mesh_faces=50_000, mesh_resolution=512, texture_size=2048),
     # The best a GPU node gives, for a 5-minute walkthrough:
     # - max_frames 600: 2 frames a second of 5 minutes (SfM's sequential matching is linear in frames).
@@ -58,7 +64,7 @@ PRESETS: dict[str, Preset] = {
     # - splat_steps 30_000: 3DGS's full schedule.
     # - max_gaussians 3_000_000: 3x standard's budget for 2.3x the pixels and a larger walk; peak GPU memory
     #   is estimated by benchmarks/bench_gpu_memory.py from a measured smaller run.
-    "high": Preset("high", max_frames=600, max_side=1920, splat_steps=30_000, max_gaussians=3_000_000,
+    "high": Preset("high", max_frames=600, max_side=1920, frame_max_side=1920, splat_steps=30_000, max_gaussians=3_000_000,
                    mesh_faces=200_000, mesh_resolution=768, texture_size=4096),
 }
 

@@ -68,5 +68,5 @@ class SfmConfig:
 
     @classmethod
     def from_preset(cls, preset: Preset, **overrides: Any) -> SfmConfig:
-        base = cls(max_side=preset.max_side, max_features=4096 if preset.max_side <= 640 else 8192)
+        base = cls(max_side=preset.frame_max_side, max_features=4096 if preset.frame_max_side <= 640 else 8192)
         return replace(base, **overrides)
