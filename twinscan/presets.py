@@ -40,11 +40,12 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     # a minute on a CPU for a tiny capture: proves a capture (or a batch, or a node) works end to end
-    "smoke": Preset("smoke", max_frames=40, max_side=320, frame_max_side=320, splat_steps=300, max_gaussians=20_000, mesh_faces=5_000,
-                    mesh_resolution=128, texture_size=512, max_gap_steps=1.5, motion_step=0.07),
-    # minutes on a laptop: the sample (180 frames) takes 9.5 min on 2 cores, 7.5 of them splats (3000 steps)
-    "preview": Preset("preview", max_frames=180, max_side=640, frame_max_side=960, splat_steps=3000, max_gaussians=100_000, mesh_faces=20_000,
-                      mesh_resolution=384, texture_size=1024),
+    "smoke": Preset("smoke", max_frames=40, max_side=320, frame_max_side=320, splat_steps=300, max_gaussians=20_000,
+                    mesh_faces=5_000, mesh_resolution=128, texture_size=512, max_gap_steps=1.5, motion_step=0.07),
+    # minutes on a laptop: the sample (180 frames) took 9.5 min on 2 cores with SfM at 640 px, 7.5 of them splats
+    # (3000 steps); SfM at 960 px takes 2.5 times as long (a generated capture of its size: 227 -> 563 s)
+    "preview": Preset("preview", max_frames=180, max_side=640, frame_max_side=960, splat_steps=3000,
+                      max_gaussians=100_000, mesh_faces=20_000, mesh_resolution=384, texture_size=1024),
     # A GPU node (one H100/H200-class GPU), sized for a 2-minute 1080p walkthrough to a twin in about 10 minutes
     # (issue 20's goal; not yet measured: docs/benchmarks.md, "GPU node"):
     # - max_frames 300: 2.5 frames a second of a 2-minute walk; GPU SIFT makes frames cheap for extraction
@@ -56,16 +57,16 @@ PRESETS: dict[str, Preset] = {
     #   7k-step models trail its 30k ones by 1.6 dB on Mip-NeRF 360; 15k sits between).
     # - max_gaussians 1_000_000: the MCMC budget; about 1 GB of parameters, gradients and Adam state (59
     #   floats each, 4 times), well inside any 24 GB GPU (bench_gpu_memory.py prints the peak).
-    "standard": Preset("standard", max_frames=300, max_side=1280, frame_max_side=1280, splat_steps=15_000, max_gaussians=1_000_000,
-                       mesh_faces=50_000, mesh_resolution=512, texture_size=2048),
+    "standard": Preset("standard", max_frames=300, max_side=1280, frame_max_side=1280, splat_steps=15_000,
+                       max_gaussians=1_000_000, mesh_faces=50_000, mesh_resolution=512, texture_size=2048),
     # The best a GPU node gives, for a 5-minute walkthrough:
     # - max_frames 600: 2 frames a second of 5 minutes (SfM's sequential matching is linear in frames).
     # - max_side 1920: 1080p at full size (2.1 MP, 2.3x standard's pixels a step).
     # - splat_steps 30_000: 3DGS's full schedule.
     # - max_gaussians 3_000_000: 3x standard's budget for 2.3x the pixels and a larger walk; peak GPU memory
     #   is estimated by benchmarks/bench_gpu_memory.py from a measured smaller run.
-    "high": Preset("high", max_frames=600, max_side=1920, frame_max_side=1920, splat_steps=30_000, max_gaussians=3_000_000,
-                   mesh_faces=200_000, mesh_resolution=768, texture_size=4096),
+    "high": Preset("high", max_frames=600, max_side=1920, frame_max_side=1920, splat_steps=30_000,
+                   max_gaussians=3_000_000, mesh_faces=200_000, mesh_resolution=768, texture_size=4096),
 }
 
 

@@ -36,5 +36,5 @@ class FramesConfig:
 
     @classmethod
     def from_preset(cls, preset: Preset, max_frames: int | None = None) -> FramesConfig:
-        return cls(max_frames=preset.max_frames if max_frames is None else max_frames, max_side=preset.frame_max_side,
-                   max_gap_steps=preset.max_gap_steps, motion_step=preset.motion_step)
+        return cls(max_frames=preset.max_frames if max_frames is None else max_frames,
+                   max_side=preset.frame_max_side, max_gap_steps=preset.max_gap_steps, motion_step=preset.motion_step)
