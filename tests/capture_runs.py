@@ -23,6 +23,11 @@ SMOKE = ["-q", "smoke", "--marker-size", "0.3"]
 RUN_TIMEOUT_S = 900
 
 
+def capture_env() -> dict[str, str]:
+    """Wide enough that rich never wraps the one-line errors the tests read."""
+    return {**os.environ, "COLUMNS": "200"}
+
+
 def capture_command(video: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "twinscan.cli.app", "capture", str(video), "-o", str(out), *SMOKE]
 
@@ -36,7 +41,7 @@ def start_capture(video: Path, out: Path, log: Path, file_size_limit: int | None
 
     with open(log, "w") as handle:
         return subprocess.Popen(capture_command(video, out), stdout=handle, stderr=subprocess.STDOUT,
-                                start_new_session=True, env={**os.environ, "COLUMNS": "200"},
+                                start_new_session=True, env=capture_env(),
                                 preexec_fn=limit_file_size if file_size_limit else None)
 
 
@@ -109,7 +114,7 @@ def reference_run(video: Path, root: Path) -> Reference:
             assert process.poll() is None, log.read_text()
             time.sleep(0.01)
         refused = subprocess.run(capture_command(video, out), capture_output=True, text=True, timeout=300,
-                                 env={**os.environ, "COLUMNS": "200"})
+                                 env=capture_env())
         running_after_refusal = process.poll() is None
         while not started_anew(out, "splats", None):
             assert process.poll() is None, log.read_text()

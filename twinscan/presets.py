@@ -18,7 +18,8 @@ class Preset:
     # max_side. A default capture of the generator (960 x 540 video, 180 frames) registered at 640 px came out
     # 0.34 % small with 1.3 cm of bend left after the best similarity (camera centres 2.3 cm RMSE), which put
     # a wall 4.9 m out 2.4 cm in front of itself; the same frames at 960 px: 0.015 %, 0.34 cm (0.49 cm RMSE),
-    # for 563 s of SfM instead of 227 s (docs/benchmarks.md, session 39)
+    # for 563 s of SfM instead of 227 s (docs/benchmarks.md, session 39). Not every walk gains: another came
+    # out 0.24 % large with 1.2 cm of bend at 960 px (0.38 % small at 640 px; session 40)
     frame_max_side: int
     splat_steps: int  # 3DGS optimisation steps
     max_gaussians: int  # cap on the splat count (MCMC budget)
