@@ -95,8 +95,11 @@ SWEEP_MARGIN = 1.5  # metres: a swept wall is sought this far past the walk's en
 # SfM points within SWEEP_PINNING_REACH of a swept wall's patch: its features triangulated there too. The
 # bundled sample's capture swept two walls 1.1 m high past the ends of the cell, where nothing stands
 # (F@5 0.945 -> 0.889): 0 SfM points within 20 cm of either;
-# the true far walls of hard seeds 1, 3, 4 held 13 to 591 within 10 cm (2026-12-05)
-SWEEP_PINNING, SWEEP_PINNING_REACH = 5, 0.10
+# the true far walls of hard seeds 1, 3, 4 held 13 to 591 within 10 cm (2026-12-05). Only points more than
+# SWEEP_PINNING_CLEARANCE above the floor count: the rectangle reaches down to z = 0, and default seed 3's
+# false wall over open floor, 22 cm inside the floor's edge, was pinned by 811 of the floor's own points along
+# its foot (SfM at 960 px); 1 of its 818 lay more than 10 cm up (2026-12-07)
+SWEEP_PINNING, SWEEP_PINNING_REACH, SWEEP_PINNING_CLEARANCE = 5, 0.10, 0.10
 WALL_STRAY_SHARE = 0.01  # of a wall's support points, this share past either end may be strays
 BEHIND_DEPTH = 0.30  # metres: captured points this far behind a plane stand beyond it ...
 BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of its cells bounds nothing
@@ -351,8 +354,7 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
     if cells is None or not _nothing_behind(np.concatenate([points, sfm]), views.world_from_cam[:, :3, 3], cells,
                                             frame, cfg.cell):
         return None
-    on = _near_plane(sfm, frame.normal, centre, SWEEP_PINNING_REACH)
-    if raster_index(on, cells.shape, frame, cfg.cell)[2].sum() < SWEEP_PINNING:
+    if _pinning_points(sfm, cells, frame, centre, cfg.cell) < SWEEP_PINNING:
         return None
     cells = _outside(collider, cells, frame, cfg)
     if not cells.any() or _second_layer(parts, planes, cells, frame, cfg.cell, BEHIND_DEPTH):
@@ -365,6 +367,12 @@ def _swept_patch(wall: SweptWall, views: DepthViews, known: np.ndarray, points: 
     if not len(patch.faces):
         return None
     return patch, Plane(frame.normal, centre, len(support), seen, float(patch.area))
+
+
+def _pinning_points(sfm: np.ndarray, cells: np.ndarray, frame: Frame, centre: np.ndarray, cell: float) -> int:
+    """SfM points on a swept wall's rectangle (within SWEEP_PINNING_REACH of its plane) above the floor's."""
+    on = _near_plane(sfm[sfm[:, 2] > SWEEP_PINNING_CLEARANCE], frame.normal, centre, SWEEP_PINNING_REACH)
+    return int(raster_index(on, cells.shape, frame, cell)[2].sum())
 
 
 def _held_share(collider: trimesh.Trimesh, parts: list[trimesh.Trimesh], cells: np.ndarray, frame: Frame,
