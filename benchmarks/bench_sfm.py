@@ -40,6 +40,7 @@ import av
 import numpy as np
 
 from twinscan.recon.sfm import SfmConfig
+from twinscan.recon.sfm.config import features_for_side
 from twinscan.recon.sfm.evaluate import pose_error
 from twinscan.recon.sfm.reconstruct import extract_features, map_features, match_features, model_figures
 from twinscan.recon.sfm.stage import align_to_world, posed_cameras
@@ -266,7 +267,7 @@ def main() -> None:
     capture_dir = generated_capture(args.cache, args.frames, args.width, args.seed) if args.generate else args.capture
     every = 1 if args.generate else args.every
     truth = load_ground_truth(capture_dir)
-    cfg = SfmConfig(max_side=args.width, max_features=4096 if args.width <= 640 else 8192, seed=args.seed,
+    cfg = SfmConfig(max_side=args.width, max_features=features_for_side(args.width), seed=args.seed,
                     marker_size=truth.marker.size_m, marker_dict=truth.marker.dict_name)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = run_all(capture_dir, every, cfg, args.timeout, args.extract_timeout, args.cache, args.only,

@@ -84,6 +84,8 @@ def test_a_capture_records_its_preset_and_where_sift_ran(smoke_capture: Path) ->
     expected = sfm_device("auto")
     assert sfm["params"]["device"] == {"name": expected.name, "reason": expected.reason}
     assert (sfm["figures"]["sift_device"], sfm["figures"]["sift_device_reason"]) == (expected.name, expected.reason)
+    # features chosen by the frames' size (320 px), recorded as a figure; the param says they were not set
+    assert sfm["params"]["max_features"] is None and sfm["figures"]["sift_features"] == 4096
 
 
 def test_the_gpu_check_script_is_valid_bash() -> None:

@@ -318,7 +318,16 @@ def test_config_rejects_bad_options_with_a_fix():
     with pytest.raises(TwinscanError):
         SfmConfig(scale=-1.0)
     cfg = SfmConfig.from_preset(get_preset("preview"), mapper="incremental", marker_size=0.3)
-    assert cfg.max_side == 960 and cfg.max_features == 8192 and cfg.mapper == "incremental"
+    assert cfg.max_side == 960 and cfg.mapper == "incremental"
+
+
+def test_sift_features_follow_the_frames_size_not_the_presets():
+    preview = SfmConfig.from_preset(get_preset("preview"))  # frames up to 960 px
+    assert preview.for_frames(640).max_features == 4096  # a 640 x 360 video's frames
+    assert preview.for_frames(960).max_features == 8192
+    assert preview.for_frames(1920).max_features == 8192  # extraction downscales to 960 px
+    assert SfmConfig.from_preset(get_preset("smoke")).for_frames(1920).max_features == 4096  # 320 px
+    assert SfmConfig(max_side=960, max_features=2048).for_frames(960).max_features == 2048  # asked for
 
 
 # ---- pycolmap on real captures -----------------------------------------------------------------
@@ -686,7 +695,7 @@ from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.reconstruct import reconstruct
 frames, work = Path(sys.argv[1]), Path(sys.argv[2])
 work.mkdir()
-model = reconstruct(frames, sorted(p.name for p in frames.iterdir()), work, SfmConfig.from_preset(get_preset("smoke")))
+model = reconstruct(frames, sorted(p.name for p in frames.iterdir()), work, SfmConfig.from_preset(get_preset("smoke")).for_frames(320))
 with sqlite3.connect(work / "database.db") as db:
     names = [name for (name,) in db.execute("select name from images order by image_id")]
     verified = db.execute("select pair_id, rows, config, data from two_view_geometries order by pair_id").fetchall()

@@ -27,7 +27,7 @@ def aruco_dictionary_id(name: str) -> int:
 @dataclass(frozen=True)
 class SfmConfig:
     max_side: int = 1280  # longest image side for feature extraction, pixels
-    max_features: int = 8192  # SIFT features per image
+    max_features: int | None = None  # SIFT features per image; None: by the frames' own size (for_frames)
     mapper: str = "incremental"  # or "global" (GLOMAP); the default is chosen in benchmarks/bench_sfm.py
     matching: str = "sequential"  # "sequential" (video order + loop keyframes) or "exhaustive"
     overlap: int = 10  # sequential matching: each frame is matched with this many next frames
@@ -68,5 +68,19 @@ class SfmConfig:
 
     @classmethod
     def from_preset(cls, preset: Preset, **overrides: Any) -> SfmConfig:
-        base = cls(max_side=preset.frame_max_side, max_features=4096 if preset.frame_max_side <= 640 else 8192)
-        return replace(base, **overrides)
+        return replace(cls(max_side=preset.frame_max_side), **overrides)
+
+    def for_frames(self, longest_side: int) -> SfmConfig:
+        """This config with its SIFT features chosen for frames of `longest_side` pixels, unless set.
+
+        The frames' own size decides, not the preset's: a 640 x 360 video stays 640 px under a preset
+        that allows 960, and its frames hold about half the features a 960 px frame does."""
+        if self.max_features is not None:
+            return self
+        return replace(self, max_features=features_for_side(min(longest_side, self.max_side)))
+
+
+def features_for_side(side: int) -> int:
+    """SIFT features a frame of longest side `side` px is asked for: 4096 up to 640 px, 8192 above
+    (docs/benchmarks.md, "sfm at 960 px")."""
+    return 4096 if side <= 640 else 8192

@@ -34,8 +34,9 @@ def disk_needed(num_images: int, image_bytes: int, cfg: SfmConfig) -> int:
         pairs = num_images * (num_images - 1) // 2
     else:  # sequential with quadratic overlap: about twice `overlap` pairs a frame
         pairs = 2 * cfg.overlap * num_images + len(loop_pairs(num_images, cfg.loop_keyframes, cfg.overlap))
-    features = num_images * cfg.max_features * FEATURE_BYTES
-    matches = round(pairs * cfg.max_features * MATCHED_FRACTION) * MATCH_BYTES
+    per_image = cfg.for_frames(cfg.max_side).max_features  # frames are at most max_side: an upper bound
+    features = num_images * per_image * FEATURE_BYTES
+    matches = round(pairs * per_image * MATCHED_FRACTION) * MATCH_BYTES
     return features + matches + 2 * image_bytes
 
 
@@ -50,6 +51,8 @@ def extract_features(database: Path, image_dir: Path, names: list[str], cfg: Sfm
     """
     import pycolmap
 
+    if cfg.max_features is None:
+        raise ValueError("SIFT features unresolved: pass cfg.for_frames(longest side of the frames)")
     reader = pycolmap.ImageReaderOptions()
     reader.camera_model = "OPENCV" if camera is None else camera.model_name
     reader.default_focal_length_factor = cfg.focal_factor

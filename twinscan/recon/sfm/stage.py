@@ -50,6 +50,17 @@ def frame_names(ws: Workspace) -> list[str]:
     return names
 
 
+def longest_side(image_dir: Path, names: list[str]) -> int:
+    """The longest side, pixels, of the largest of these images (headers only)."""
+    from PIL import Image
+
+    def side(name: str) -> int:
+        with Image.open(image_dir / name) as image:
+            return max(image.size)
+
+    return max(side(name) for name in names)
+
+
 def posed_cameras(model) -> np.ndarray:
     """(N, 4, 4) world_from_cam of the registered images, in name order."""
     images = sorted((image for image in model.images.values() if image.has_pose), key=lambda im: im.name)
@@ -170,6 +181,8 @@ class SfmStage:
 
     def run(self, ws: Workspace, config: SfmConfig, run: StageRun, force: bool) -> None:
         names, image_dir = frame_names(ws), ws.path(FRAMES_DIR)
+        config = config.for_frames(longest_side(image_dir, names))
+        run.figures["sift_features"] = config.max_features
         frame_bytes = sum(f.stat().st_size for f in image_dir.iterdir())
         require_free_space(ws.root, disk_needed(len(names), frame_bytes, config), f"sfm on {len(names)} frames")
         _reconstruct_and_write(ws, config, names, image_dir, run)
