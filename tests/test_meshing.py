@@ -14,7 +14,7 @@ from scipy.spatial.transform import Rotation
 from twinscan.camera import look_at
 from twinscan.errors import TwinscanError
 from twinscan.meshing import DepthViews, MeshConfig, build_meshes, metrics, write_meshes
-from twinscan.meshing.cleanup import drop_below, fill_small_holes
+from twinscan.meshing.cleanup import drop_below, drop_floating, fill_small_holes
 from twinscan.meshing.collision import convex_decomposition
 from twinscan.meshing.floor import (Floor, detect_floor, flatten_floor, floor_faces, floor_from_points,
                                     outside_footprint, to_walls, within_points)
@@ -283,6 +283,22 @@ def test_floating_components_are_counted() -> None:
     assert metrics.floating_components(trimesh.util.concatenate(stacked)) == 0
     hovering = box((3, 3, 0.5), (4, 4, 1))
     assert metrics.floating_components(trimesh.util.concatenate([*stacked, hovering])) == 1
+
+
+def test_a_floating_table_top_that_sfm_points_pin_is_kept_and_a_floater_is_not() -> None:
+    """A table top whose legs did not fuse floats like a splat floater; SfM triangulated features on it."""
+    def box(size, centre):
+        return trimesh.creation.box(size, trimesh.transformations.translation_matrix(centre))
+
+    cabinet, top, blob = box((1, 1, 1), (-2, 0, 0.5)), box((1.2, 0.6, 0.05), (1, 0, 0.9)), box((0.2,) * 3, (0, 2, 1.2))
+    mesh = trimesh.util.concatenate([cabinet, top, blob])
+    points = np.vstack([cabinet.sample(2000, seed=1), top.sample(200, seed=2), blob.sample(3, seed=3)])
+    unpinned, dropped = drop_floating(mesh, tolerance=0.05, max_area=2.0)
+    assert dropped == 2 and unpinned.area == pytest.approx(cabinet.area)  # top and blob both float
+    kept, dropped = drop_floating(mesh, tolerance=0.05, max_area=2.0, sfm_points=points)
+    assert dropped == 1 and kept.area == pytest.approx(cabinet.area + top.area)  # 3 points pin no floater
+    sparse_top = np.vstack([cabinet.sample(2000, seed=1), top.sample(10, seed=2)])  # 6/m2 against 680/m2
+    assert drop_floating(mesh, tolerance=0.05, max_area=2.0, sfm_points=sparse_top)[1] == 2
 
 
 @pytest.mark.skipif(not available("coacd"), reason="coacd is not installed")

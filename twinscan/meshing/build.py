@@ -122,7 +122,7 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     structure, _ = cleanup.keep_large_components(structure, min_area)
     collider = collision.make_manifold(collision.decimate(structure, cfg.collision_faces))
     collider, _ = cleanup.keep_large_components(collider, min_area)  # crumbs the decimation split off
-    collider, _ = _drop_floating(collider, floater_tolerance, max_floater)
+    collider, _ = _drop_floating(collider, floater_tolerance, max_floater, sfm_points)
     planes = None
     if floor is not None and cfg.planes.enabled:  # planes are upright or level: the twin must be
         planar = complete_planes(captured, sfm_points, views, collider, voxel, cfg.planes)
@@ -148,7 +148,8 @@ def build_meshes(views: DepthViews, cfg: MeshConfig, advance: Callable[..., None
     slab = floor_slab(floor, cfg.floor_slab_thickness) if floor else None
 
     step = time.time()
-    visual, floating_removed = _visual_surface(surface, is_floor, floor, cfg, floater_tolerance, max_floater)
+    visual, floating_removed = _visual_surface(surface, is_floor, floor, cfg, floater_tolerance, max_floater,
+                                               sfm_points)
     # Colour comes from the views that see each part of the final mesh (its own depth decides),
     # so the floor past the fused patch takes the pictures' colours too.
     seen_by = replace(views, depth=mesh_depths(visual, views.K, views.world_from_cam, views.size[1], views.size[0]),
@@ -232,14 +233,16 @@ def _clean(raw: trimesh.Trimesh, views: DepthViews, depth: np.ndarray, voxel: fl
 
 
 def _visual_surface(surface: trimesh.Trimesh, is_floor: np.ndarray, floor: Floor | None, cfg: MeshConfig,
-                    floater_tolerance: float | None, max_floater: float) -> tuple[trimesh.Trimesh, int]:
+                    floater_tolerance: float | None, max_floater: float,
+                    sfm_points: np.ndarray | None) -> tuple[trimesh.Trimesh, int]:
     """The decimated surface with its fused floor replaced by a flat grid over the slab's extent:
     the floor a sim shows is the floor it collides with. (Floating pieces removed: how many.)"""
     if floor is None:
-        return _drop_floating(collision.decimate(surface, cfg.visual_faces), floater_tolerance, max_floater)
+        return _drop_floating(collision.decimate(surface, cfg.visual_faces), floater_tolerance, max_floater,
+                              sfm_points)
     grid = floor_grid(floor, cfg.visual_faces // FLOOR_FACE_SHARE)
     structure = collision.decimate(cleanup.keep_faces(surface, ~is_floor), cfg.visual_faces - len(grid.faces))
-    structure, removed = _drop_floating(structure, floater_tolerance, max_floater)
+    structure, removed = _drop_floating(structure, floater_tolerance, max_floater, sfm_points)
     return trimesh.util.concatenate([structure, grid]), removed
 
 
@@ -256,8 +259,9 @@ def _vertex_colours(visual: trimesh.Trimesh, surface: trimesh.Trimesh, seen_by: 
     return colours
 
 
-def _drop_floating(mesh: trimesh.Trimesh, tolerance: float | None, max_area: float) -> tuple[trimesh.Trimesh, int]:
-    return (mesh, 0) if tolerance is None else cleanup.drop_floating(mesh, tolerance, max_area)
+def _drop_floating(mesh: trimesh.Trimesh, tolerance: float | None, max_area: float,
+                   sfm_points: np.ndarray | None) -> tuple[trimesh.Trimesh, int]:
+    return (mesh, 0) if tolerance is None else cleanup.drop_floating(mesh, tolerance, max_area, sfm_points)
 
 
 def _textured(visual: trimesh.Trimesh, views: DepthViews, size: int, tolerance: float) -> trimesh.Trimesh:
