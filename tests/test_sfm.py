@@ -695,7 +695,7 @@ from twinscan.recon.sfm.config import SfmConfig
 from twinscan.recon.sfm.reconstruct import reconstruct
 frames, work = Path(sys.argv[1]), Path(sys.argv[2])
 work.mkdir()
-model = reconstruct(frames, sorted(p.name for p in frames.iterdir()), work, SfmConfig.from_preset(get_preset("smoke")).for_frames(320))
+model = reconstruct(frames, sorted(p.name for p in frames.iterdir()), work, SfmConfig.from_preset(get_preset("smoke")))
 with sqlite3.connect(work / "database.db") as db:
     names = [name for (name,) in db.execute("select name from images order by image_id")]
     verified = db.execute("select pair_id, rows, config, data from two_view_geometries order by pair_id").fetchall()

@@ -40,6 +40,17 @@ def disk_needed(num_images: int, image_bytes: int, cfg: SfmConfig) -> int:
     return features + matches + 2 * image_bytes
 
 
+def longest_side(image_dir: Path, names: list[str]) -> int:
+    """The longest side, pixels, of the largest of these images (headers only)."""
+    from PIL import Image
+
+    def side(name: str) -> int:
+        with Image.open(image_dir / name) as image:
+            return max(image.size)
+
+    return max(side(name) for name in names)
+
+
 def extract_features(database: Path, image_dir: Path, names: list[str], cfg: SfmConfig, camera=None) -> None:
     """SIFT into `database`, one shared OPENCV camera: `camera` (a pycolmap.Camera) when the
     intrinsics are known, else a focal prior from EXIF or `cfg.focal_factor`.
@@ -51,8 +62,7 @@ def extract_features(database: Path, image_dir: Path, names: list[str], cfg: Sfm
     """
     import pycolmap
 
-    if cfg.max_features is None:
-        raise ValueError("SIFT features unresolved: pass cfg.for_frames(longest side of the frames)")
+    cfg = cfg.for_frames(longest_side(image_dir, names))  # unless the caller chose the features
     reader = pycolmap.ImageReaderOptions()
     reader.camera_model = "OPENCV" if camera is None else camera.model_name
     reader.default_focal_length_factor = cfg.focal_factor

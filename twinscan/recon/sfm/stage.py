@@ -29,7 +29,7 @@ from twinscan.recon.sfm.continuity import off_path_frames
 from twinscan.recon.sfm.device import sfm_device
 from twinscan.recon.sfm.markers import detect_markers, metres_per_unit, side_lengths, triangulate_markers
 from twinscan.recon.sfm.nerfstudio import write_transforms
-from twinscan.recon.sfm.reconstruct import disk_needed, model_figures, reconstruct
+from twinscan.recon.sfm.reconstruct import disk_needed, longest_side, model_figures, reconstruct
 from twinscan.recon.sfm.record import ScaleSource, SfmRecord, WorldFrame
 from twinscan.recon.sfm.world_frame import anchored_at_marker, camera_up, world_from_raw
 from twinscan.stages import execute
@@ -48,17 +48,6 @@ def frame_names(ws: Workspace) -> list[str]:
     if len(names) < 3:
         raise TwinscanError(f"only {len(names)} frames to reconstruct from", "extract more frames (--max-frames)")
     return names
-
-
-def longest_side(image_dir: Path, names: list[str]) -> int:
-    """The longest side, pixels, of the largest of these images (headers only)."""
-    from PIL import Image
-
-    def side(name: str) -> int:
-        with Image.open(image_dir / name) as image:
-            return max(image.size)
-
-    return max(side(name) for name in names)
 
 
 def posed_cameras(model) -> np.ndarray:
