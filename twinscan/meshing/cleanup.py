@@ -113,8 +113,8 @@ def drop_floating(mesh: trimesh.Trimesh, tolerance: float, max_area: float,
 
 FLOATING_PINNING = 5  # SfM points within the tolerance that pin a floating part (as they do a swept wall)
 PINNED_DENSITY_SHARE = 0.1  # ... lying as densely as this share of the points on the whole mesh
-# Measured (2026-12-07): the real parts the rule dropped held 60-290 points/m2 where the meshes held
-# 250-900/m2 (shares 0.18-0.5), the smallest crumbs none.
+# Measured (2026-12-07, docs/benchmarks.md session 41): the real parts the rule dropped held 60-290 SfM
+# points/m2, against about 250-900/m2 over the whole captured surface (all points over its area); crumbs none.
 
 
 def pinned_components(mesh: trimesh.Trimesh, face_labels: np.ndarray, points: np.ndarray,
