@@ -74,7 +74,8 @@ class SfmConfig:
         """This config with its SIFT features chosen for frames of `longest_side` pixels, unless set.
 
         The frames' own size decides, not the preset's: a 640 x 360 video stays 640 px under a preset
-        that allows 960, and its frames hold about half the features a 960 px frame does."""
+        that allows 960 (its frames hold fewer than 4096 features: hard seed 4 gave the same model with
+        4096 as with 8192, docs/benchmarks.md session 41)."""
         if self.max_features is not None:
             return self
         return replace(self, max_features=features_for_side(min(longest_side, self.max_side)))

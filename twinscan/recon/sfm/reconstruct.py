@@ -62,7 +62,8 @@ def extract_features(database: Path, image_dir: Path, names: list[str], cfg: Sfm
     """
     import pycolmap
 
-    cfg = cfg.for_frames(longest_side(image_dir, names))  # unless the caller chose the features
+    if cfg.max_features is None:  # left to the images' size (the sfm stage has chosen them already)
+        cfg = cfg.for_frames(longest_side(image_dir, names))
     reader = pycolmap.ImageReaderOptions()
     reader.camera_model = "OPENCV" if camera is None else camera.model_name
     reader.default_focal_length_factor = cfg.focal_factor
