@@ -275,6 +275,32 @@ def test_a_patch_loses_the_cells_inside_a_machine_the_collider_holds() -> None:
     assert _outside(back, cells, frame, cfg).all()
 
 
+def test_a_walls_own_fragments_fused_about_it_cut_no_holes_in_it() -> None:
+    """Seen from across the cell, a wall bounding the capture fuses as a layer about its plane, its faces
+    turned every way (default seed 3's low wall: 7 cm behind to 13 cm before it). Taken for a machine, they
+    cut holes in the wall's patch that held-out views saw nothing through; a machine standing through the
+    wall's plane still cuts it."""
+    from twinscan.meshing.patches import Frame
+    from twinscan.meshing.planes import BEHIND_DEPTH, _outside
+
+    cfg = PlaneConfig()
+    cells = np.ones((80, 20), bool)  # 4 x 1 m at 5 cm, x from -2 m, z from 0: the wall's face at y = 0
+    frame = Frame(origin=np.array([-2.0, 0.0, 0.0]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 0.0, 1.0]),
+                  normal=np.array([0.0, -1.0, 0.0]))
+    # fused fragments: a sheet facing the views 10 cm before the wall, and one tilted 60 degrees across its plane
+    before = trimesh.Trimesh([[-1.3, -0.1, 0.25], [-0.7, -0.1, 0.25], [-0.7, -0.1, 0.75], [-1.3, -0.1, 0.75]],
+                             [[0, 1, 2], [0, 2, 3]])
+    tilted = trimesh.Trimesh([[0.7, -0.06, 0.25], [1.3, -0.06, 0.25], [1.3, 0.06, 0.45], [0.7, 0.06, 0.45]],
+                             [[0, 1, 2], [0, 2, 3]])
+    for fragment in (before, tilted):
+        assert (~_outside(fragment, cells, frame, cfg)).sum() >= 0.6 * 0.2 / 0.05 ** 2, "without the rule: a hole"
+        assert _outside(fragment, cells, frame, cfg, own_layer=BEHIND_DEPTH).all()
+    # a machine the patch runs into, 0.5 m either side of its plane, fused in faces of a few centimetres:
+    # those further from the plane than the layer still hold it
+    machine = box((1.0, 1.0, 1.0), (0.0, 0.0, 0.5)).subdivide_to_size(0.05)
+    assert (~_outside(machine, cells, frame, cfg, own_layer=BEHIND_DEPTH)).sum() > 100
+
+
 def test_a_machine_front_found_twice_adds_one_patch_but_a_recessed_face_beside_it_is_its_own() -> None:
     from twinscan.meshing.patches import Frame, cells_mesh
     from twinscan.meshing.planes import LAYER_DEPTH, Plane, _second_layer
@@ -777,6 +803,11 @@ def test_a_far_wall_stands_as_high_as_its_sfm_points_where_its_renders_stop_belo
         top = frame.origin[2] + (np.flatnonzero(_trimmed_top(cells, seen, keep).any(axis=0))[-1] + 1) * cfg.cell
         assert low <= top <= high, (keep, top)
     assert _pinned_top(sfm[:9], normal, np.array([0.0, WALL_Y, 1.0]), 0.2) == 0.0, "too few points say nothing"
+    # the points thin out towards a far wall's top (default seed 3's low wall, 1.2 m high): their density
+    # falling linearly from 0.1 m to nothing at the top puts the 95th percentile at 0.95 m
+    heights = 1.2 - 1.1 * np.sqrt(rng.uniform(0.0, 1.0, 400))
+    thinning = np.column_stack([rng.uniform(-1.5, 1.5, 400), WALL_Y + rng.normal(0, 0.02, 400), heights])
+    assert 1.05 <= _pinned_top(thinning, normal, np.array([0.0, WALL_Y, 0.6]), 0.2) <= 1.2
 
 
 def test_a_bounding_wall_stands_on_the_floor_and_ends_where_the_views_stop_rendering_it() -> None:
@@ -946,3 +977,4 @@ def test_a_wall_moved_onto_its_swept_wall_takes_the_photos_yaw() -> None:
     cells = placed.frame.origin + 0.25 * (i[..., None] * placed.frame.u + j[..., None] * placed.frame.v)
     assert np.allclose(placed.frame.normal, swept_normal) and np.abs(cells[..., 1] - 4.89).max() <= 1e-9
     assert np.isclose(placed.frame.u @ placed.frame.v, 0.0) and np.isclose(np.linalg.norm(placed.frame.u), 1.0)
+
