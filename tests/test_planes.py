@@ -977,4 +977,3 @@ def test_a_wall_moved_onto_its_swept_wall_takes_the_photos_yaw() -> None:
     cells = placed.frame.origin + 0.25 * (i[..., None] * placed.frame.u + j[..., None] * placed.frame.v)
     assert np.allclose(placed.frame.normal, swept_normal) and np.abs(cells[..., 1] - 4.89).max() <= 1e-9
     assert np.isclose(placed.frame.u @ placed.frame.v, 0.0) and np.isclose(np.linalg.norm(placed.frame.u), 1.0)
-
