@@ -977,3 +977,53 @@ def test_a_wall_moved_onto_its_swept_wall_takes_the_photos_yaw() -> None:
     cells = placed.frame.origin + 0.25 * (i[..., None] * placed.frame.u + j[..., None] * placed.frame.v)
     assert np.allclose(placed.frame.normal, swept_normal) and np.abs(cells[..., 1] - 4.89).max() <= 1e-9
     assert np.isclose(placed.frame.u @ placed.frame.v, 0.0) and np.isclose(np.linalg.norm(placed.frame.u), 1.0)
+
+
+def test_a_machines_top_seen_at_a_graze_is_judged_alone_where_nothing_stands_over_it() -> None:
+    """Hard seed 4's press top (1.30 m, cameras at 1.45-1.55 m) is rendered in place by a quarter of the views
+    rendering at it, and judged with the rest of its plane (a taller cabinet's middle) it fell short: the
+    collider held a third of it. Alone it is a lid; not where the collider stands over it, nor by a wall."""
+    from twinscan.meshing.patches import Frame
+    from twinscan.meshing.planes import _judged, _lids
+
+    cfg = PlaneConfig()
+    press, head = box((1.0, 0.9, 1.3), (0.0, 0.0, 0.65)), box((0.5, 0.45, 0.4), (0.0, 0.0, 1.5))
+    cabinet = box((0.6, 0.6, 2.0), (1.6, 0.0, 1.0))
+    truth = trimesh.util.concatenate([box((10, 10, 0.1), (0, 0, -0.05)), press, head, cabinet])
+    poses = np.array([look_at((0.8 + 2.6 * np.cos(a), 2.6 * np.sin(a), 1.5), (0.8, 0.0, 1.0))
+                      for a in np.linspace(0, 2 * np.pi, 24, endpoint=False)])
+    views = render_mesh_views(truth, K, poses, WIDTH, HEIGHT)
+    depth = views.depth.copy()  # seen at a graze, the top renders too far in every other view
+    for i, z, finite, world in pixel_points(views):
+        on_top = finite & (np.abs(world[:, 2] - 1.3) < 1e-3) & (np.abs(world[:, 0]) < 0.5) & (np.abs(world[:, 1]) < 0.45)
+        depth[i] = np.where(on_top & (i % 2 > 0), z + 0.5, z).reshape(HEIGHT, WIDTH)
+    rendered = np.where(np.isfinite(depth), depth, 0.0)
+    views = DepthViews(depth=depth, colour=views.colour, alpha=views.alpha, K=views.K, world_from_cam=views.world_from_cam)
+
+    def fused(part: trimesh.Trimesh, top_share: float = 1.0) -> trimesh.Trimesh:
+        """What fusion keeps of a part, in faces of 10 cm: never its bottom, and of its top this share, in scraps."""
+        part = part.subdivide_to_size(0.1)
+        up = part.face_normals[:, 2] > 0.9
+        keep = (part.face_normals[:, 2] > -0.9) & (~up | (np.random.default_rng(0).random(len(up)) < top_share))
+        return part.submesh([np.flatnonzero(keep)], append=True)
+
+    collider = trimesh.util.concatenate([fused(press, top_share=0.35), fused(head), fused(cabinet)])
+    # the plane at 1.3 m; its footprint two hulls: the press's top and the cabinet's middle
+    frame = Frame(origin=np.array([-0.6, -0.6, 1.3]), u=np.array([1.0, 0.0, 0.0]), v=np.array([0.0, 1.0, 0.0]),
+                  normal=np.array([0.0, 0.0, 1.0]))
+    x, y = (np.arange(52) + 0.5) * cfg.cell - 0.6, (np.arange(24) + 0.5) * cfg.cell - 0.6
+    top = (np.abs(x[:, None]) < 0.5) & (np.abs(y[None]) < 0.45)
+    open_top = top & ~((np.abs(x[:, None]) < 0.25) & (np.abs(y[None]) < 0.225))  # not under the head
+    footprint = top | ((np.abs(x[:, None] - 1.6) < 0.3) & (np.abs(y[None]) < 0.3))
+    distance, band = 0.03, 0.2
+    assert _judged(footprint, frame, views, rendered, distance, cfg)[2] < cfg.min_seen_share_missing
+    far_wall = np.column_stack([np.linspace(-2, 3, 100), np.full(100, 3.0)])
+    kept, seen_by = _lids(footprint, frame, views, rendered, distance, collider, [far_wall], band, cfg)
+    assert seen_by >= cfg.min_views and not (kept & ~top).any()
+    assert (kept & open_top).sum() >= 0.9 * open_top.sum()
+    # a wall bounding the capture 10 cm from it: the wall's fused layer; a gantry's beam over it: no lid
+    wall_beside = np.column_stack([np.full(100, -0.6), np.linspace(-2, 2, 100)])
+    assert not _lids(footprint, frame, views, rendered, distance, collider, [wall_beside], band, cfg)[0].any()
+    beam = box((0.4, 1.6, 0.1), (0.0, 0.0, 2.2))
+    covered = trimesh.util.concatenate([collider, beam])
+    assert not _lids(footprint, frame, views, rendered, distance, covered, [far_wall], band, cfg)[0].any()

@@ -151,6 +151,7 @@ def mesh_preview(capture: Capture) -> str:
             ["planar patches (inferred, not fused)",
              f"{fmt(f.get('planar_patches'))}, {fmt(f.get('planar_area_m2'))} m² (textureless panels from their "
              f"outlines: {fmt(f.get('textureless_panels'))}; walls from the photos alone: {fmt(f.get('swept_walls'))}; "
+             f"tops seen at a graze: {fmt(f.get('level_lids'))}; "
              f"fronts of parts from the photos: {fmt(f.get('part_fronts'))})"],
             ["reflection faces removed", fmt(f.get("ghost_faces_removed"))]]
     half = (len(rows) + 1) // 2
