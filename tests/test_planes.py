@@ -982,9 +982,10 @@ def test_a_wall_moved_onto_its_swept_wall_takes_the_photos_yaw() -> None:
 def test_a_machines_top_seen_at_a_graze_is_judged_alone_where_nothing_stands_over_it() -> None:
     """Hard seed 4's press top (1.30 m, cameras at 1.45-1.55 m) is rendered in place by a quarter of the views
     rendering at it, and judged with the rest of its plane (a taller cabinet's middle) it fell short: the
-    collider held a third of it. Alone it is a lid; not where the collider stands over it, nor by a wall."""
+    collider held a third of it. Alone it is a lid; not where the collider stands over it, nor by a wall, nor
+    over a lower top the collider holds."""
     from twinscan.meshing.patches import Frame
-    from twinscan.meshing.planes import _judged, _lids
+    from twinscan.meshing.planes import _below_no_lower_top, _judged, _lids, _raycasting
 
     cfg = PlaneConfig()
     press, head = box((1.0, 0.9, 1.3), (0.0, 0.0, 0.65)), box((0.5, 0.45, 0.4), (0.0, 0.0, 1.5))
@@ -1027,3 +1028,8 @@ def test_a_machines_top_seen_at_a_graze_is_judged_alone_where_nothing_stands_ove
     beam = box((0.4, 1.6, 0.1), (0.0, 0.0, 2.2))
     covered = trimesh.util.concatenate([collider, beam])
     assert not _lids(footprint, frame, views, rendered, distance, covered, [far_wall], band, cfg)[0].any()
+    # the plane of a higher top next to it, 12 cm over the press's top the collider holds whole: that top's cells
+    held = press.subdivide_to_size(0.1)
+    for height, kept in ((1.30, top.sum()), (1.42, 0)):
+        raised = Frame(origin=np.array([-0.6, -0.6, height]), u=frame.u, v=frame.v, normal=frame.normal)
+        assert _below_no_lower_top(top, raised, held, _raycasting(held.vertices, held.faces), cfg).sum() == kept

@@ -13,6 +13,8 @@ in front of it, nothing captured behind it) that the collider lacks is judged by
 blocked by what stands before it, and takes all of its scattered, fragmentary support as one surface;
 such walls are also sought as the outermost bands of what was captured (the position vote's clutter
 eats their sparse fragments), stand on the floor and end where the views stop rendering them.
+A level plane's footprint the views render in place too seldom as a whole is judged hull by hull, once
+every wall is placed: a machine's top seen at a graze shares its plane with taller machines' middles.
 Collider faces that the views only ever rendered through an accepted patch (a reflection's ghost) are
 removed. Textureless panels, which leave no fragment at all, are found by their outlines in the photos
 (meshing/panels.py), and walls bounding the capture that left no point at all where the photos agree
@@ -109,6 +111,7 @@ BEHIND_SHARE = 0.02  # ... and a plane with them behind more than this share of 
 
 LID_CLEARANCE = 0.05  # metres: the collider this far above a level patch's cell stands over it ...
 MAX_LID_COVERED = 0.35  # ... and over a lid's cells it stands over at most this share of them
+LOWER_TOP_DEPTH = 0.30  # metres: a level face the collider holds this far under a lid's cell is a lower top's
 INSIDE_DEPTH = 0.05  # metres: patch cells this far behind the collider's nearest surface are inside it ...
 INSIDE_REACH = 0.50  # ... when that surface is this near (further off, the nearest face says little)
 
@@ -523,22 +526,23 @@ def _judged(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarra
 def _lids(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray, distance: float,
           collider: trimesh.Trimesh, walls: list[np.ndarray], band: float, cfg: PlaneConfig) -> tuple[np.ndarray, int]:
     """The hulls of a level footprint, each judged alone, that are lids: rendered where they lie by
-    min_seen_share_missing of the views rendering at them, outside the collider, with the collider over at
-    most MAX_LID_COVERED of their cells, and no wall bounding the capture within `band` of them (`walls`:
-    their patches' plan points). Machines' tops at one height are one plane and its footprint many hulls; a
-    top seen at a graze from cameras a little above it is rendered in place by few views, and with the rest
-    of its plane it falls short (hard seed 4's press top, 1.30 m high, cameras at 1.45-1.55 m: rendered in
-    place by 24.8 % of the views rendering at it, with its plane's three other hulls 15.9 %; the collider held
-    35 % of it). The other hulls are no tops: a taller machine's middle or a shelf's, the collider over
-    58-87 % of their cells (the tops': 7-14 %), or a far wall's fused layer, which touches the wall (0.01-0.11
-    m from its patch; the tops 2.1 m and more). (The cells kept, and the most views rendering one hull.)"""
+    min_seen_share_missing of the views rendering at them, outside the collider and off the lower tops it
+    holds (`_below_no_lower_top`), with the collider over at most MAX_LID_COVERED of their cells, and no wall
+    bounding the capture within `band` of them (`walls`: their patches' plan points). Machines' tops at one
+    height are one plane and its footprint many hulls; a top seen at a graze from cameras a little above it
+    is rendered in place by few views, and with the rest of its plane it falls short (hard seed 4's press
+    top, 1.30 m high, cameras at 1.45-1.55 m: rendered in place by 24.8 % of the views rendering at it, with
+    its plane's three other hulls 15.9 %; the collider held 35 % of it). The other hulls that the views
+    render as often are no tops: the shelving's middle, the collider over 55-57 % of their cells (the tops':
+    1-11 %), or a far wall's fused layer (the collider over 25-48 %), which touches the wall (0.01-0.09 m
+    from its patch; the tops 2.3 m and more). (The cells kept, and the most views rendering one hull.)"""
     labels, count = ndimage.label(cells, structure=np.ones((3, 3)))
     near_walls = cKDTree(np.concatenate(walls)[:, :2]) if walls else None
     scene = _raycasting(collider.vertices, collider.faces)
     kept, seen_most = np.zeros_like(cells), 0
     for hull in range(1, count + 1):
         judged, seen_by, share, _ = _judged(labels == hull, frame, views, depth, distance, cfg)
-        judged = _outside(collider, judged, frame, cfg)
+        judged = _below_no_lower_top(_outside(collider, judged, frame, cfg), frame, collider, scene, cfg)
         if not judged.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
             continue
         centres = _cell_centres(judged, frame, cfg.cell)[judged.ravel()]
@@ -549,6 +553,27 @@ def _lids(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray,
         kept |= judged
         seen_most = max(seen_most, seen_by)
     return kept, seen_most
+
+
+def _below_no_lower_top(cells: np.ndarray, frame: Frame, collider: trimesh.Trimesh, scene: Any,
+                        cfg: PlaneConfig) -> np.ndarray:
+    """A lid's cells less those over a level face the collider holds LID_CLEARANCE to LOWER_TOP_DEPTH below
+    (facing up within normal_agreement_deg): that lower top's, which the lid's plane runs over (hard seed 4's
+    crates side by side, tops at 0.46 and 0.38 m: the plane of both, 0.49 m, ran 11 cm over the lower, whose
+    top the collider held 88 %)."""
+    kept = cells.ravel()
+    if not kept.any():
+        return cells
+    centres = _cell_centres(cells, frame, cfg.cell)[kept]
+    hits = scene.cast_rays(np.column_stack([centres, np.tile(-frame.normal, (len(centres), 1))]).astype(np.float32))
+    depth, face = hits["t_hit"].numpy(), hits["primitive_ids"].numpy()
+    hit = np.isfinite(depth)
+    level = np.zeros(len(depth), bool)
+    level[hit] = collider.face_normals[face[hit]] @ frame.normal >= np.cos(np.radians(cfg.normal_agreement_deg))
+    lower = level & (depth > LID_CLEARANCE) & (depth <= LOWER_TOP_DEPTH)
+    out = np.zeros(cells.size, bool)
+    out[np.flatnonzero(kept)] = lower
+    return _large_parts(cells & ~out.reshape(cells.shape), cfg.min_area / cfg.cell ** 2)
 
 
 def _panel_plane(panel: Panel, cameras: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
