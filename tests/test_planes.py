@@ -1030,6 +1030,6 @@ def test_a_machines_top_seen_at_a_graze_is_judged_alone_where_nothing_stands_ove
     assert not _lids(footprint, frame, views, rendered, distance, covered, [far_wall], band, cfg)[0].any()
     # the plane of a higher top next to it, 12 cm over the press's top the collider holds whole: that top's cells
     held = press.subdivide_to_size(0.1)
-    for height, kept in ((1.30, top.sum()), (1.42, 0)):
+    for height, left in ((1.30, top.sum()), (1.42, 0)):
         raised = Frame(origin=np.array([-0.6, -0.6, height]), u=frame.u, v=frame.v, normal=frame.normal)
-        assert _below_no_lower_top(top, raised, held, _raycasting(held.vertices, held.faces), cfg).sum() == kept
+        assert _below_no_lower_top(top, raised, held, _raycasting(held.vertices, held.faces), cfg).sum() == left

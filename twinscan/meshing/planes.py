@@ -166,6 +166,19 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
     placed = [_WallLine.of(wall.normal, wall.support[:, :2]) for wall in swept]
     ghosts = np.zeros(len(collider.faces), bool)
     depth = np.where(views.valid(0.5), views.depth, 0.0)
+
+    def add(cells: np.ndarray, frame: Frame, covered: float, normal: np.ndarray, centre: np.ndarray, support: int,
+            seen_by: int) -> bool:
+        """Adds a plane's patch unless the collider, with the patches before it, holds `covered` of its cells
+        (max_covered_share or more); either way the collider's faces views saw only through it go as ghosts."""
+        ghosts[:] |= ghosts_behind(collider, cells, frame, cfg.cell, views, depth, distance)
+        patch = cells_mesh(cells, frame, cfg.cell) if covered < cfg.max_covered_share else trimesh.Trimesh()
+        if not len(patch.faces):
+            return False
+        parts.append(patch)
+        planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
+        return True
+
     levels = []  # level footprints the views judge as a whole too seldom rendered: judged hull by hull last
     for normal, centre, support in candidates:
         if support < min_support:  # a position vote's band may hold too few points near where it settles
@@ -211,16 +224,8 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
             # less of the views must show it: most of them look at what stands in front
             if share < (cfg.min_seen_share if covered > cfg.missing_share else cfg.min_seen_share_missing):
                 continue
-        ghosts |= ghosts_behind(collider, cells, frame, cfg.cell, views, depth, distance)
-        if covered >= cfg.max_covered_share:
-            continue
-        patch = cells_mesh(cells, frame, cfg.cell)
-        if not len(patch.faces):
-            continue
-        parts.append(patch)
-        planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
-        if wall is not None:
-            walls.append(np.asarray(patch.vertices)[:, :2])
+        if add(cells, frame, covered, normal, centre, support, seen_by) and wall is not None:
+            walls.append(np.asarray(parts[-1].vertices)[:, :2])
             placed.append(_WallLine.of(normal, walls[-1]))
     swept_added = 0
     for wall in swept:
@@ -235,13 +240,7 @@ def complete_planes(surface: trimesh.Trimesh, sfm_points: np.ndarray | None, vie
         cells, seen_by = _lids(cells, frame, views, depth, distance, collider, walls, band, cfg)
         if not cells.any() or _second_layer(parts, planes, cells, frame, cfg.cell, LAYER_DEPTH):
             continue
-        ghosts |= ghosts_behind(collider, cells, frame, cfg.cell, views, depth, distance)
-        if _held_share(collider, parts, cells, frame, cfg) >= cfg.max_covered_share:
-            continue
-        patch = cells_mesh(cells, frame, cfg.cell)
-        parts.append(patch)
-        planes.append(Plane(normal, centre, support, seen_by, float(patch.area)))
-        found_lids += 1
+        found_lids += add(cells, frame, _held_share(collider, parts, cells, frame, cfg), normal, centre, support, seen_by)
     found_panels = textureless_panels(views, depth, trimesh.util.concatenate([collider, *parts])) if cfg.panels else []
     for panel in found_panels:
         patch = panel_mesh([panel])
@@ -501,12 +500,15 @@ def _raycasting(vertices: np.ndarray, faces: np.ndarray) -> Any:
 
 
 def _judged(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray, distance: float,
-            cfg: PlaneConfig, keep_below: float = 0.0) -> tuple[np.ndarray, int, float, float]:
+            cfg: PlaneConfig, keep_below: float = 0.0,
+            votes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int, float, float]:
     """What the views' renders say of a footprint: (its cells carved back where views looked through, and an
     upright one's top trimmed where they stop rendering it (`_trimmed_top`), never below `keep_below` metres;
     the views that render it, the share of the views rendering at it that render it where it lies, and that
-    share among the views not blocked by something nearer)."""
-    on, through, behind = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 2 * distance)
+    share among the views not blocked by something nearer). `votes`: the raster's `_votes`, when cast already
+    (every hull of a footprint is judged on the one vote)."""
+    on, through, behind = votes if votes is not None else \
+        _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 2 * distance)
     seen = on.sum(axis=0)
     # carved where views looked through (a reflection's depth shows in some views only: kept)
     looked_through = (through >= 2) & (seen < cfg.carve_seen_share * (seen + through))
@@ -537,20 +539,28 @@ def _lids(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray,
     1-11 %), or a far wall's fused layer (the collider over 25-48 %), which touches the wall (0.01-0.09 m
     from its patch; the tops 2.3 m and more). (The cells kept, and the most views rendering one hull.)"""
     labels, count = ndimage.label(cells, structure=np.ones((3, 3)))
-    near_walls = cKDTree(np.concatenate(walls)[:, :2]) if walls else None
+    votes = _votes(_cell_centres(cells, frame, cfg.cell), frame.normal, views, depth, 2 * distance)
+    hulls = [_judged(labels == hull, frame, views, depth, distance, cfg, votes=votes) for hull in range(1, count + 1)]
+    rendered = np.zeros_like(cells)
+    for judged, seen_by, share, _ in hulls:
+        if seen_by >= cfg.min_views and share >= cfg.min_seen_share_missing:
+            rendered |= judged
+    if not rendered.any():
+        return rendered, 0
     scene = _raycasting(collider.vertices, collider.faces)
+    rendered = _below_no_lower_top(_outside(collider, rendered, frame, cfg), frame, collider, scene, cfg)
+    near_walls = cKDTree(np.concatenate(walls)[:, :2]) if walls else None
     kept, seen_most = np.zeros_like(cells), 0
-    for hull in range(1, count + 1):
-        judged, seen_by, share, _ = _judged(labels == hull, frame, views, depth, distance, cfg)
-        judged = _below_no_lower_top(_outside(collider, judged, frame, cfg), frame, collider, scene, cfg)
-        if not judged.any() or seen_by < cfg.min_views or share < cfg.min_seen_share_missing:
+    for hull, (_, seen_by, _, _) in enumerate(hulls, start=1):
+        lid = rendered & (labels == hull)
+        if not lid.any():
             continue
-        centres = _cell_centres(judged, frame, cfg.cell)[judged.ravel()]
+        centres = _cell_centres(lid, frame, cfg.cell)[lid.ravel()]
         rays = np.column_stack([centres + LID_CLEARANCE * frame.normal, np.tile(frame.normal, (len(centres), 1))])
         covered = np.isfinite(scene.cast_rays(rays.astype(np.float32))["t_hit"].numpy()).mean()
         if covered > MAX_LID_COVERED or (near_walls is not None and near_walls.query(centres[:, :2])[0].min() <= band):
             continue
-        kept |= judged
+        kept |= lid
         seen_most = max(seen_most, seen_by)
     return kept, seen_most
 
