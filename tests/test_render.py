@@ -94,6 +94,7 @@ def test_capture_path_depth_and_floor_normals_match_the_generator(smoke_capture:
         depth = _read(folder, frame["depth_file_path"]).astype(np.float64) * transforms["depth_unit_scale_factor"]
         classes = _read(folder, frame["mask_file_path"])
         normals = _read(folder, frame["normal_file_path"]).astype(np.float64) / 127.5 - 1.0
+        normals /= np.maximum(np.linalg.norm(normals, axis=-1, keepdims=True), 1e-9)  # 8-bit: off unit length
         covered = np.isfinite(true) & (true < 6.0)
         rendered = np.where(depth > 0, depth, 100.0)  # no surface: as wrong as a surface far away
         errors.append(np.abs(rendered - true)[covered])
