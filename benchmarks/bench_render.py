@@ -159,7 +159,7 @@ def accuracy(ws: Path, true_caster: SurfaceCaster, device: str) -> None:
         agreed = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["agreement_file_path"]),
                                       cv2.IMREAD_UNCHANGED) > 0 for i in held])
     dataset_depth[dataset_depth == 0] = np.inf
-    # 8-bit normals decode a little off unit length: normalized, or angles under a degree or two read as 0
+    # 8-bit normals decode a little off unit length: normalized, or angles of a few degrees read as 0
     dataset_normals /= np.maximum(np.linalg.norm(dataset_normals, axis=-1, keepdims=True), 1e-9)
     mesh_depth = _depths(twin.surface, cap, held)
     from twinscan.meshing.render import render_depth_views
