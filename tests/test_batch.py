@@ -1,8 +1,9 @@
 """`twinscan batch`: two tiny captures on a local Ray instance, then a local rerun that resumes them,
 retries a worker killed with SIGKILL, and fails a bad input alone; the command's exit code and summary.
 
-The Ray batch runs once per module (about two smoke captures' time); the rerun copies its finished
-workspaces, so it exercises resume, retries and isolation without capturing again.
+The Ray batch runs once per module: it resumes the suite's shared smoke run (seed 0, whose workspace it
+starts from) and captures seed 3 from nothing. The rerun copies its finished workspaces, so it exercises
+resume, retries and isolation without capturing again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from twinscan.batch.attempt import AttemptOutcome
 from twinscan.cli.batch import batch
 from twinscan.pipeline import CaptureOptions
 from twinscan.synth import PRESETS, load_ground_truth, make_capture
-from twinscan.layout import STAGES as STAGE_ORDER
+from twinscan.layout import LOCK, STAGES as STAGE_ORDER
 from twinscan.workspace import Workspace
 
 # Since the generator makes the same video in every process, smoke SfM registers 34/34 (seed 0) and
@@ -39,22 +40,26 @@ OPTIONS = CaptureOptions(quality="smoke", marker_size=0.3)
 
 
 @pytest.fixture(scope="module")
-def captures(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Capture folders (video.mp4 + ground_truth.json); both videos share the stem `video`."""
+def captures(smoke_reference, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Capture folders (video.mp4 + ground_truth.json); both videos share the stem `video`. Seed 0's is the
+    suite's shared smoke capture (tests/conftest.py)."""
     root = tmp_path_factory.mktemp("captures")
-    for seed in SEEDS:
-        make_capture(dataclasses.replace(PRESETS["tiny"], seed=seed), root / f"seed{seed}")
-    return [root / f"seed{seed}" for seed in SEEDS]
+    make_capture(dataclasses.replace(PRESETS["tiny"], seed=SEEDS[1]), root / f"seed{SEEDS[1]}")
+    return [smoke_reference.video.parent, root / f"seed{SEEDS[1]}"]
 
 
 @pytest.fixture(scope="module")
-def ray_batch(captures: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+def ray_batch(captures: list[Path], smoke_reference, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """ROOT/video starts as a copy of the shared smoke run's finished workspace: Ray resumes it, and
+    captures ROOT/video-2 on both cores."""
     import ray
 
     root = tmp_path_factory.mktemp("ray_batch")
+    shutil.copytree(smoke_reference.out, root / "video", ignore=shutil.ignore_patterns(LOCK))
     ray.init(address="local", num_cpus=2, include_dashboard=False)  # a new instance, whatever runs nearby
     try:
-        results = run_batch([capture / "video.mp4" for capture in captures], root, OPTIONS, RayExecutor())
+        results = run_batch([capture / "video.mp4" for capture in captures], root, OPTIONS,
+                            RayExecutor(cpus_per_capture=2))
     finally:
         ray.shutdown()
     return root, results
@@ -64,11 +69,13 @@ def stage_finish_times(workspace: Path) -> dict[str, str]:
     return {name: record["finished"] for name, record in Workspace(workspace).manifest()["stages"].items()}
 
 
-def test_ray_batch_finishes_both_captures_each_from_its_own_video(captures: list[Path], ray_batch) -> None:
+def test_ray_batch_finishes_both_captures_each_from_its_own_video(captures: list[Path], ray_batch,
+                                                                  smoke_reference) -> None:
     from twinscan.usd_export import summarize, validation_errors
 
     root, results = ray_batch
     assert [r.name for r in results] == ["video", "video-2"]  # the shared stem made unique, in input order
+    assert stage_finish_times(root / "video") == stage_finish_times(smoke_reference.out)  # resumed: nothing ran
     for capture, result in zip(captures, results):
         assert (result.status, result.attempts, result.error) == ("done", 1, None), result
         workspace = Path(result.workspace)
