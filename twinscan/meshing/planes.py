@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import trimesh
 from scipy import ndimage
-from scipy.spatial import Delaunay, QhullError, cKDTree
+from scipy.spatial import ConvexHull, cKDTree
 
 from twinscan.meshing.floor import refine_plane
 from twinscan.meshing.fronts import part_fronts
@@ -114,6 +114,7 @@ MAX_LID_COVERED = 0.35  # ... and over a lid's cells it stands over at most this
 LOWER_TOP_DEPTH = 0.30  # metres: a level face the collider holds this far under a lid's cell is a lower top's
 INSIDE_DEPTH = 0.05  # metres: patch cells this far behind the collider's nearest surface are inside it ...
 INSIDE_REACH = 0.50  # ... when that surface is this near (further off, the nearest face says little)
+HULL_TOLERANCE = 1e-9  # cells: a centre this far outside a hull's facet lies on it (rounding)
 
 
 @dataclass(frozen=True)
@@ -1014,19 +1015,20 @@ def _row_heights(count: int, origin: np.ndarray, v: np.ndarray, cell: float) -> 
 def _hulls(occupied: np.ndarray, reach: int) -> np.ndarray:
     """The occupied cells grouped where they come within 2 * `reach` cells of each other, each group
     closed to its convex hull (an alpha shape with a large alpha): what lies between the fragments of one
-    surface is that surface, unless views looked through it (carved later)."""
+    surface is that surface, unless views looked through it (carved later). A cell joins a hull when its
+    centre lies inside or on it; only the cells in the group's bounding box are tested."""
     groups, count = ndimage.label(ndimage.binary_dilation(occupied, structure=_disk(reach)), structure=np.ones((3, 3)))
     cells = occupied.copy()
-    i, j = np.mgrid[0:occupied.shape[0], 0:occupied.shape[1]]
-    centres = np.column_stack([i.ravel(), j.ravel()]) + 0.5
     for group in range(1, count + 1):
         members = np.argwhere(occupied & (groups == group))
         corners = (members[:, None, :] + np.array([[0, 0], [0, 1], [1, 0], [1, 1]])[None]).reshape(-1, 2)
-        try:
-            inside = Delaunay(corners).find_simplex(centres) >= 0
-        except QhullError:  # all in a line: the cells themselves
-            continue
-        cells |= inside.reshape(cells.shape)
+        (i0, j0), (i1, j1) = corners.min(axis=0), corners.max(axis=0)
+        i, j = np.mgrid[i0:i1, j0:j1]
+        centres = np.column_stack([i.ravel(), j.ravel()]) + 0.5
+        # facets a x + b y + c <= 0 inside; a centre on a facet (a diagonal edge passes through some) is in
+        facets = ConvexHull(corners).equations
+        inside = (centres @ facets[:, :2].T + facets[:, 2] <= HULL_TOLERANCE).all(axis=1)
+        cells[i.ravel()[inside], j.ravel()[inside]] = True
     return cells
 
 
