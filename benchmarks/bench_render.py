@@ -34,7 +34,7 @@ from twinscan.recon.sfm.nerfstudio import GL_FROM_CV
 from twinscan.render.cameras import plan_views
 from twinscan.render.config import parse_heights
 from twinscan.gaussians.backend import select_render_backend
-from twinscan.render.frame import render_splats_shifted
+from twinscan.render.frame import normals_from_png, render_splats_shifted
 from twinscan.render.geometry import SurfaceCaster, splat_drawn
 from twinscan.render.twin import CaptureCameras, load_render_twin
 from twinscan.runtime import init_runtime
@@ -154,13 +154,11 @@ def accuracy(ws: Path, true_caster: SurfaceCaster, device: str) -> None:
 
         dataset_depth = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["depth_file_path"]),
                                              cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000 for i in held])
-        dataset_normals = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["normal_file_path"]))[..., ::-1]
-                                    .astype(np.float64) / 127.5 - 1 for i in held])
+        dataset_normals = np.stack([normals_from_png(cv2.imread(str(Path(tmp) / "ds" / frames[i]["normal_file_path"]))
+                                                     [..., ::-1]) for i in held])
         agreed = np.stack([cv2.imread(str(Path(tmp) / "ds" / frames[i]["agreement_file_path"]),
                                       cv2.IMREAD_UNCHANGED) > 0 for i in held])
     dataset_depth[dataset_depth == 0] = np.inf
-    # 8-bit normals decode a little off unit length: normalized, or angles of a few degrees read as 0
-    dataset_normals /= np.maximum(np.linalg.norm(dataset_normals, axis=-1, keepdims=True), 1e-9)
     mesh_depth = _depths(twin.surface, cap, held)
     from twinscan.meshing.render import render_depth_views
 

@@ -25,6 +25,7 @@ from twinscan.recon.sfm.nerfstudio import GL_FROM_CV
 from twinscan.render import RenderConfig, render_dataset
 from twinscan.camera import look_at
 from twinscan.render.cameras import CaptureCoverage, View
+from twinscan.render.frame import normals_from_png, normals_to_png
 from twinscan.render.geometry import DISTRACTOR, FLOOR, SurfaceCaster
 from twinscan.render.twin import CaptureCameras, load_render_twin
 from twinscan.synth import load_ground_truth
@@ -93,8 +94,7 @@ def test_capture_path_depth_and_floor_normals_match_the_generator(smoke_capture:
         true = mesh_depths(scene, K[None], world_from_cam[None], frame["w"], frame["h"])[0]
         depth = _read(folder, frame["depth_file_path"]).astype(np.float64) * transforms["depth_unit_scale_factor"]
         classes = _read(folder, frame["mask_file_path"])
-        normals = _read(folder, frame["normal_file_path"]).astype(np.float64) / 127.5 - 1.0
-        normals /= np.maximum(np.linalg.norm(normals, axis=-1, keepdims=True), 1e-9)  # 8-bit: off unit length
+        normals = normals_from_png(_read(folder, frame["normal_file_path"]))
         covered = np.isfinite(true) & (true < 6.0)
         rendered = np.where(depth > 0, depth, 100.0)  # no surface: as wrong as a surface far away
         errors.append(np.abs(rendered - true)[covered])
@@ -238,6 +238,18 @@ def test_an_interrupted_dataset_resumes_where_it_stopped_and_ray_workers_render_
     assert _files(folder) == _files(heavy)
 
 
+def test_8_bit_normals_decode_to_unit_normals_within_the_rounding() -> None:
+    """Rounding to 8 bits moves each component by at most 1/255: 0.39 degrees at worst."""
+    rng = np.random.default_rng(0)
+    normals = rng.normal(size=(64, 64, 3))
+    normals /= np.linalg.norm(normals, axis=-1, keepdims=True)
+    drawn = rng.random((64, 64)) < 0.8
+    decoded = normals_from_png(normals_to_png(normals, drawn))
+    assert np.allclose(np.linalg.norm(decoded[drawn], axis=-1), 1.0)
+    angles = np.degrees(np.arccos(np.clip((decoded * normals).sum(-1)[drawn], -1, 1)))
+    assert angles.max() < 0.4 and not decoded[~drawn].any()
+
+
 def test_the_dataset_loads_with_the_documented_pytorch_dataset(heavy: Path) -> None:
     snippet = re.search(r"```python\n(.*?)```", DOCS.read_text(), re.S).group(1)
     namespace: dict = {}
@@ -248,6 +260,8 @@ def test_the_dataset_loads_with_the_documented_pytorch_dataset(heavy: Path) -> N
     assert tuple(sample["rgb"].shape) == (3, 120, 160) and tuple(sample["depth"].shape) == (120, 160)
     assert tuple(sample["normals"].shape) == (3, 120, 160) and sample["camera_to_world"].shape == (4, 4)
     assert float(sample["depth"].max()) < 20.0  # metres, not millimetres
+    drawn = sample["depth"] > 0
+    assert torch.allclose(sample["normals"].norm(dim=0)[drawn], torch.ones(()), atol=1e-5)  # unit, not 8-bit's
     assert sample["depth_agreed"].dtype == torch.bool and bool(sample["depth_agreed"].any())
 
 

@@ -34,6 +34,20 @@ class FrameImages:
     depth_agreed: float  # share of the pixels with depth whose depth is corroborated
 
 
+def normals_to_png(normals: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 `round((n + 1) / 2 * 255)` of unit normals where `drawn`, (0, 0, 0) elsewhere."""
+    return np.where(drawn[..., None], np.round((normals + 1.0) * 127.5), 0).astype(np.uint8)
+
+
+def normals_from_png(png: np.ndarray) -> np.ndarray:
+    """Unit normals from `normals_to_png`'s image (RGB order), (0, 0, 0) where none was drawn. Normalized:
+    8 bits put a decoded normal up to 0.4 % off unit length, and a dot product past 1, clipped, reads
+    angles up to about 5 degrees as 0."""
+    normals = png.astype(np.float64) / 127.5 - 1.0
+    length = np.linalg.norm(normals, axis=-1, keepdims=True)
+    return np.where(png.any(axis=-1, keepdims=True), normals / np.maximum(length, 1e-9), 0.0)
+
+
 def render_splats_shifted(splats: Gaussians, view: View, dc_shift: tuple[float, float, float],
                           backend: RenderBackend) -> SplatRender:
     """The splats at the view, their colour (SH DC term) shifted by `dc_shift`."""
@@ -70,7 +84,7 @@ def render_frame(twin: RenderTwin, backend: RenderBackend, view: View, config: R
     depth_mm = np.where(np.isfinite(depth), np.round(depth * 1000.0), 0.0)
     depth_mm[depth_mm > MAX_DEPTH_MM] = 0
     hit = np.isfinite(depth)
-    normal_png = np.where(hit[..., None], np.round((normals + 1.0) * 127.5), 0).astype(np.uint8)
+    normal_png = normals_to_png(normals, hit)
     written = depth_mm > 0
     agreed &= written
     return (FrameImages(rgb, depth_mm.astype(np.uint16), normal_png, classes, instances,
