@@ -9,7 +9,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from twinscan.meshing.views import DepthViews
-from twinscan.optional import open3d
+from twinscan.meshing.raycast import raycasting_scene
 
 
 def keep_faces(mesh: trimesh.Trimesh, keep: np.ndarray) -> trimesh.Trimesh:
@@ -124,8 +124,7 @@ def pinned_components(mesh: trimesh.Trimesh, face_labels: np.ndarray, points: np
     count = int(face_labels.max()) + 1
     if len(points) == 0:
         return np.zeros(count, bool)
-    scene = open3d().t.geometry.RaycastingScene()
-    scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
+    scene = raycasting_scene(mesh.vertices, mesh.faces)
     closest = scene.compute_closest_points(np.asarray(points, np.float32))
     near = np.linalg.norm(closest["points"].numpy() - points, axis=1) <= tolerance
     on = np.bincount(face_labels[closest["primitive_ids"].numpy()[near].astype(np.int64)], minlength=count)

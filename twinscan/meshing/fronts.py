@@ -21,9 +21,9 @@ import trimesh
 from scipy import ndimage
 
 from twinscan.meshing.patches import Frame
+from twinscan.meshing.raycast import cast_along, raycasting_scene
 from twinscan.meshing.sweep import CELL, MAX_VIEWS, UprightRaster, agreeing, turned
 from twinscan.meshing.views import DepthViews, spread
-from twinscan.optional import open3d
 
 TURNS_DEG = np.arange(-8.0, 8.1, 2.0)  # the planes swept about each side of the plan rectangle turn this far ...
 OFFSETS = np.arange(-0.20, 0.201, 0.02)  # metres: ... and lie this far out from it
@@ -125,11 +125,8 @@ def _in_front(views: DepthViews, grey: np.ndarray, known_depth: np.ndarray, chos
     along = np.arange(extent.min(), extent.max(), CELL)
     raster = UprightRaster(normal, along, heights).points(level)
     agreed = agreeing(views, grey, known_depth, chosen, raster)
-    scene = open3d().t.geometry.RaycastingScene()
-    scene.add_triangles(np.asarray(part.vertices, np.float32), np.asarray(part.faces, np.uint32))
-    starts = (raster + RAY_START * normal).reshape(-1, 3)
-    rays = np.concatenate([starts, np.broadcast_to(-normal, starts.shape)], axis=1).astype(np.float32)
-    behind = scene.cast_rays(rays)["t_hit"].numpy().reshape(agreed.shape) - RAY_START
+    scene = raycasting_scene(part.vertices, part.faces)
+    behind = cast_along(scene, (raster + RAY_START * normal).reshape(-1, 3), -normal)[0].reshape(agreed.shape) - RAY_START
     in_front = behind >= FRONT_GAP  # inf where nothing of the part lies behind
     kernel = np.ones((2 * CLOSING + 1, 2 * CLOSING + 1), bool)
     cells = ndimage.binary_closing(agreed & in_front, kernel, border_value=0) & in_front

@@ -38,7 +38,7 @@ from twinscan.meshing.floor import refine_plane
 from twinscan.meshing.fronts import part_fronts
 from twinscan.meshing.patches import Frame, cells_mesh, ghosts_behind, raster_index
 from twinscan.meshing.panels import Panel, panel_mesh, textureless_panels
-from twinscan.meshing.raycast import mesh_depths
+from twinscan.meshing.raycast import cast_along, mesh_depths, raycasting_scene
 from twinscan.meshing.sweep import CELL as SWEEP_CELL
 from twinscan.meshing.sweep import SweptWall, grey_images, swept_wall, turned, views_seeing
 from twinscan.meshing.views import DepthViews
@@ -480,7 +480,7 @@ def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: Frame, cfg: Pl
     holding = np.flatnonzero(~(own_back | own_layer_faces))  # the faces a cell may lie behind
     if not len(holding):
         return cells
-    scene = _raycasting(collider.vertices, collider.faces[holding])
+    scene = raycasting_scene(collider.vertices, collider.faces[holding])
     centres = _cell_centres(cells, frame, cfg.cell)[kept]
     nearest = scene.compute_closest_points(centres.astype(np.float32))
     offset = centres - nearest["points"].numpy()
@@ -489,15 +489,6 @@ def _outside(collider: trimesh.Trimesh, cells: np.ndarray, frame: Frame, cfg: Pl
     inside = np.zeros(cells.size, bool)
     inside[np.flatnonzero(kept)] = behind & (np.linalg.norm(offset, axis=1) <= INSIDE_REACH)
     return _large_parts(cells & ~inside.reshape(cells.shape), cfg.min_area / cfg.cell ** 2)
-
-
-def _raycasting(vertices: np.ndarray, faces: np.ndarray) -> Any:
-    """An open3d ray-casting scene of the triangles."""
-    from twinscan.optional import open3d
-
-    scene = open3d().t.geometry.RaycastingScene()
-    scene.add_triangles(np.asarray(vertices, np.float32), np.asarray(faces, np.uint32))
-    return scene
 
 
 def _judged(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray, distance: float,
@@ -548,7 +539,7 @@ def _lids(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray,
             rendered |= judged
     if not rendered.any():
         return rendered, 0
-    scene = _raycasting(collider.vertices, collider.faces)
+    scene = raycasting_scene(collider.vertices, collider.faces)
     rendered = _below_no_lower_top(_outside(collider, rendered, frame, cfg), frame, collider, scene, cfg)
     near_walls = cKDTree(np.concatenate(walls)[:, :2]) if walls else None
     kept, seen_most = np.zeros_like(cells), 0
@@ -557,8 +548,7 @@ def _lids(cells: np.ndarray, frame: Frame, views: DepthViews, depth: np.ndarray,
         if not lid.any():
             continue
         centres = _cell_centres(lid, frame, cfg.cell)[lid.ravel()]
-        rays = np.column_stack([centres + LID_CLEARANCE * frame.normal, np.tile(frame.normal, (len(centres), 1))])
-        covered = np.isfinite(scene.cast_rays(rays.astype(np.float32))["t_hit"].numpy()).mean()
+        covered = np.isfinite(cast_along(scene, centres + LID_CLEARANCE * frame.normal, frame.normal)[0]).mean()
         if covered > MAX_LID_COVERED or (near_walls is not None and near_walls.query(centres[:, :2])[0].min() <= band):
             continue
         kept |= lid
@@ -576,8 +566,7 @@ def _below_no_lower_top(cells: np.ndarray, frame: Frame, collider: trimesh.Trime
     if not kept.any():
         return cells
     centres = _cell_centres(cells, frame, cfg.cell)[kept]
-    hits = scene.cast_rays(np.column_stack([centres, np.tile(-frame.normal, (len(centres), 1))]).astype(np.float32))
-    depth, face = hits["t_hit"].numpy(), hits["primitive_ids"].numpy()
+    depth, face = cast_along(scene, centres, -frame.normal)
     hit = np.isfinite(depth)
     level = np.zeros(len(depth), bool)
     level[hit] = collider.face_normals[face[hit]] @ frame.normal >= np.cos(np.radians(cfg.normal_agreement_deg))

@@ -1,7 +1,10 @@
 """Views of a known mesh (open3d ray casting): ground truth for tests and benchmarks, and a mesh's own
-depth where the texture bake needs to know which views see which part of it."""
+depth where the texture bake needs to know which views see which part of it; and rays from points along
+one direction (what the collider holds over, under or behind a patch's cells)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import trimesh
@@ -10,11 +13,24 @@ from twinscan.meshing.views import DepthViews
 from twinscan.optional import open3d
 
 
+def raycasting_scene(vertices: np.ndarray, faces: np.ndarray) -> Any:
+    """An open3d ray-casting scene of the triangles."""
+    scene = open3d().t.geometry.RaycastingScene()
+    scene.add_triangles(np.asarray(vertices, np.float32), np.asarray(faces, np.uint32))
+    return scene
+
+
+def cast_along(scene: Any, starts: np.ndarray, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rays from each of `starts` (N, 3) along one unit `direction`: (distance to the first hit, inf where
+    none; the face hit)."""
+    rays = np.concatenate([starts, np.broadcast_to(direction, starts.shape)], axis=1).astype(np.float32)
+    hits = scene.cast_rays(rays)
+    return hits["t_hit"].numpy(), hits["primitive_ids"].numpy()
+
+
 def _cast(mesh: trimesh.Trimesh, Ks: np.ndarray, world_from_cams: np.ndarray, width: int, height: int):
     """Per view: (depth along the optical axis, inf where the ray hits nothing; hit face ids)."""
-    o3d = open3d()
-    scene = o3d.t.geometry.RaycastingScene()
-    scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
+    scene = raycasting_scene(mesh.vertices, mesh.faces)
     v, u = np.mgrid[0:height, 0:width]
     pixels = np.stack([u + 0.5, v + 0.5, np.ones_like(u)], -1).reshape(-1, 3).astype(np.float64)
     for K, world_from_cam in zip(Ks, world_from_cams):
