@@ -985,7 +985,8 @@ def test_a_machines_top_seen_at_a_graze_is_judged_alone_where_nothing_stands_ove
     collider held a third of it. Alone it is a lid; not where the collider stands over it, nor by a wall, nor
     over a lower top the collider holds."""
     from twinscan.meshing.patches import Frame
-    from twinscan.meshing.planes import _below_no_lower_top, _judged, _lids, _raycasting
+    from twinscan.meshing.planes import _below_no_lower_top, _judged, _lids
+    from twinscan.meshing.raycast import raycasting_scene
 
     cfg = PlaneConfig()
     press, head = box((1.0, 0.9, 1.3), (0.0, 0.0, 0.65)), box((0.5, 0.45, 0.4), (0.0, 0.0, 1.5))
@@ -1032,4 +1033,4 @@ def test_a_machines_top_seen_at_a_graze_is_judged_alone_where_nothing_stands_ove
     held = press.subdivide_to_size(0.1)
     for height, left in ((1.30, top.sum()), (1.42, 0)):
         raised = Frame(origin=np.array([-0.6, -0.6, height]), u=frame.u, v=frame.v, normal=frame.normal)
-        assert _below_no_lower_top(top, raised, held, _raycasting(held.vertices, held.faces), cfg).sum() == left
+        assert _below_no_lower_top(top, raised, held, raycasting_scene(held.vertices, held.faces), cfg).sum() == left
