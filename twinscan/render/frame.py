@@ -41,8 +41,8 @@ def normals_to_png(normals: np.ndarray, drawn: np.ndarray) -> np.ndarray:
 
 def normals_from_png(png: np.ndarray) -> np.ndarray:
     """Unit normals from `normals_to_png`'s image (RGB order), (0, 0, 0) where none was drawn. Normalized:
-    8 bits put a decoded normal up to 0.4 % off unit length, and a dot product past 1, clipped, reads
-    angles up to about 5 degrees as 0."""
+    8 bits put a decoded normal up to 0.7 % off unit length, and a dot product past 1, clipped, reads
+    angles up to about 6 degrees as 0."""
     normals = png.astype(np.float64) / 127.5 - 1.0
     length = np.linalg.norm(normals, axis=-1, keepdims=True)
     return np.where(png.any(axis=-1, keepdims=True), normals / np.maximum(length, 1e-9), 0.0)
