@@ -12,16 +12,14 @@ import numpy as np
 import trimesh
 
 from twinscan.meshing.cleanup import unsupported_components
+from twinscan.meshing.raycast import raycasting_scene
 from twinscan.meshing.views import DepthViews
-from twinscan.optional import open3d
 
 
 def surface_distance(mesh: trimesh.Trimesh, points: np.ndarray) -> np.ndarray:
     """Unsigned distance from each point to the nearest point on `mesh`'s triangles."""
-    o3d = open3d()
-    scene = o3d.t.geometry.RaycastingScene()
-    scene.add_triangles(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32))
-    return scene.compute_distance(np.asarray(points, np.float32)).numpy().astype(np.float64)
+    distance = raycasting_scene(mesh.vertices, mesh.faces).compute_distance(np.asarray(points, np.float32))
+    return distance.numpy().astype(np.float64)
 
 
 def sample_surface(mesh: trimesh.Trimesh, count: int, seed: int = 0) -> np.ndarray:
